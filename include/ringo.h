@@ -1,0 +1,145 @@
+/* ringo.h — the public API of ringo, a ring all-reduce library shaped like nccl.h.
+ * Everything here is declared one to one after NCCL; see README.md for a usage example.
+ * Tested by test/test_api.cc and test/test_collectives.cc (make test). */
+#ifndef RINGO_H_
+#define RINGO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(RINGO_BUILDING_LIBRARY) && defined(__GNUC__)
+#define RINGO_API __attribute__((visibility("default")))
+#else
+#define RINGO_API
+#endif
+
+#define RINGO_MAJOR 0
+#define RINGO_MINOR 1
+#define RINGO_PATCH 0
+/* Same arithmetic as NCCL 2.9+: X*10000 + Y*100 + Z. */
+#define RINGO_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define RINGO_VERSION_CODE RINGO_VERSION(RINGO_MAJOR, RINGO_MINOR, RINGO_PATCH)
+
+#define RINGO_UNIQUE_ID_BYTES 128
+/** Opaque rendezvous token: made by one rank with ringoGetUniqueId, shared with the others. */
+typedef struct { char internal[RINGO_UNIQUE_ID_BYTES]; } ringoUniqueId;
+/** Opaque communicator handle. */
+typedef struct ringoComm* ringoComm_t;
+/** Same type as cudaStream_t; pass NULL for host-memory work. */
+typedef struct CUstream_st* ringoStream_t;
+
+typedef enum {
+  ringoSuccess = 0,
+  ringoUnhandledCudaError = 1,
+  ringoSystemError = 2,
+  ringoInternalError = 3,
+  ringoInvalidArgument = 4,
+  ringoInvalidUsage = 5,
+  ringoRemoteError = 6,
+  ringoInProgress = 7,
+  ringoTimeout = 8
+} ringoResult_t;
+
+typedef enum {
+  ringoInt8 = 0, ringoUint8 = 1, ringoInt32 = 2, ringoUint32 = 3, ringoInt64 = 4,
+  ringoUint64 = 5, ringoFloat16 = 6, ringoFloat32 = 7, ringoFloat64 = 8, ringoBfloat16 = 9
+} ringoDataType_t;
+#define RINGO_NUM_TYPES 10
+
+typedef enum { ringoSum = 0, ringoProd = 1, ringoMax = 2, ringoMin = 3, ringoAvg = 4 } ringoRedOp_t;
+#define RINGO_NUM_OPS 5
+
+/** Cumulative payload counters of one rank (bytes put on / taken off its links). */
+typedef struct { uint64_t bytesSent, bytesReceived, collectives; } ringoCommStats;
+
+/** Library version as RINGO_VERSION_CODE.
+ * @return ringoSuccess; ringoInvalidArgument if version is NULL. */
+RINGO_API ringoResult_t ringoGetVersion(int* version);
+
+/** Starts a rendezvous root in this process (TCP listener; address from RINGO_COMM_ID or
+ * RINGO_SOCKET_IFNAME, else loopback) and packs its address, a random secret and the protocol
+ * version into *id. Call it on one rank and share the id with every other rank.
+ * @return ringoSuccess; ringoInvalidArgument if id is NULL; ringoSystemError if no socket. */
+RINGO_API ringoResult_t ringoGetUniqueId(ringoUniqueId* id);
+
+/** Creates this process's (or thread's) rank of an nranks communicator. Blocks until all nranks
+ * ranks have joined, bounded by RINGO_TIMEOUT seconds.
+ * @return ringoSuccess; ringoInvalidArgument (NULL comm, nranks < 1, rank out of range, bad id);
+ *         ringoRemoteError (the root refused us: wrong secret, version, duplicate rank);
+ *         ringoTimeout; ringoSystemError. */
+RINGO_API ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUniqueId id, int rank);
+
+/** Creates ndev communicators of one clique in this process. devlist NULL: ndev host ranks.
+ * @return ringoSuccess; ringoInvalidArgument (NULL comms, ndev < 1); ringoUnhandledCudaError when
+ *         devlist names devices and this build has no CUDA; errors of ringoCommInitRank. */
+RINGO_API ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist);
+
+/** Frees a communicator once its work is done.
+ * @return ringoSuccess; ringoInvalidArgument if comm is NULL. */
+RINGO_API ringoResult_t ringoCommDestroy(ringoComm_t comm);
+
+/** Marks comm aborted (a collective blocked in another thread returns soon after) and frees it.
+ * @return ringoSuccess; ringoInvalidArgument if comm is NULL. */
+RINGO_API ringoResult_t ringoCommAbort(ringoComm_t comm);
+
+/** Number of ranks. @return ringoSuccess; ringoInvalidArgument on NULL comm or count. */
+RINGO_API ringoResult_t ringoCommCount(const ringoComm_t comm, int* count);
+/** This rank. @return ringoSuccess; ringoInvalidArgument on NULL comm or rank. */
+RINGO_API ringoResult_t ringoCommUserRank(const ringoComm_t comm, int* rank);
+/** CUDA device of comm, -1 for a host communicator.
+ * @return ringoSuccess; ringoInvalidArgument on NULL comm or device. */
+RINGO_API ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device);
+/** The error that ended asynchronous work on comm, ringoSuccess if none.
+ * @return ringoSuccess; ringoInvalidArgument on NULL comm or asyncError. */
+RINGO_API ringoResult_t ringoCommGetAsyncError(ringoComm_t comm, ringoResult_t* asyncError);
+/** Cumulative payload bytes this rank put on / took off its links, and collectives completed.
+ * @return ringoSuccess; ringoInvalidArgument on NULL comm or stats. */
+RINGO_API ringoResult_t ringoCommGetStats(const ringoComm_t comm, ringoCommStats* stats);
+
+/** Static string naming a result code. Never NULL. */
+RINGO_API const char* ringoGetErrorString(ringoResult_t result);
+/** Human message for the last failure on comm (or, with comm NULL, of this thread). Never NULL. */
+RINGO_API const char* ringoGetLastError(ringoComm_t comm);
+
+/** recvbuff[i] = op over ranks of sendbuff[i], i < count, on every rank.
+ * @return ringoSuccess; ringoInvalidArgument (bad comm, dtype, op, NULL buffer with count > 0,
+ *         count overflow); ringoInvalidUsage (comm in error); ringoRemoteError; ringoTimeout. */
+RINGO_API ringoResult_t ringoAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       ringoDataType_t datatype, ringoRedOp_t op, ringoComm_t comm,
+                                       ringoStream_t stream);
+/** recvbuff[i] = op over ranks of sendbuff[rank*recvcount + i]. In place when
+ * recvbuff == sendbuff + rank*recvcount. @return as ringoAllReduce. */
+RINGO_API ringoResult_t ringoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           ringoDataType_t datatype, ringoRedOp_t op,
+                                           ringoComm_t comm, ringoStream_t stream);
+/** recvbuff[r*sendcount + i] = sendbuff of rank r [i]. In place when
+ * sendbuff == recvbuff + rank*sendcount. @return as ringoAllReduce. */
+RINGO_API ringoResult_t ringoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       ringoDataType_t datatype, ringoComm_t comm,
+                                       ringoStream_t stream);
+/** recvbuff = sendbuff of root on every rank (sendbuff only read on root).
+ * @return as ringoAllReduce; ringoInvalidArgument for root out of range. */
+RINGO_API ringoResult_t ringoBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                       ringoDataType_t datatype, int root, ringoComm_t comm,
+                                       ringoStream_t stream);
+/** recvbuff on root = op over ranks of sendbuff (recvbuff only written on root).
+ * @return as ringoBroadcast. */
+RINGO_API ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    ringoDataType_t datatype, ringoRedOp_t op, int root,
+                                    ringoComm_t comm, ringoStream_t stream);
+
+/** Starts a group: host collectives called by this thread until ringoGroupEnd are queued.
+ * @return ringoSuccess. */
+RINGO_API ringoResult_t ringoGroupStart(void);
+/** Runs the queued collectives, those of different communicators concurrently, and waits.
+ * @return ringoSuccess; ringoInvalidUsage without a matching ringoGroupStart; the first error. */
+RINGO_API ringoResult_t ringoGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RINGO_H_ */

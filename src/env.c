@@ -1,0 +1,58 @@
+/* env.c — every RINGO_* environment knob is read here and nowhere else, and logged at INFO.
+ * Tested by test/test_api.cc (timeouts, slice sizes) and indirectly by every multi-rank test. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core.h"
+
+static double env_double(const char* name, double dflt, double lo, double hi) {
+  const char* s = getenv(name);
+  if (!s || !*s) return dflt;
+  char* end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || v < lo || v > hi) {
+    RINGO_WARN("ignoring %s=%s (expected a number in [%g, %g]); using %g", name, s, lo, hi, dflt);
+    return dflt;
+  }
+  return v;
+}
+
+/* Accepts plain numbers and K/M/G suffixes (powers of two). */
+static size_t env_bytes(const char* name, size_t dflt, size_t lo, size_t hi) {
+  const char* s = getenv(name);
+  if (!s || !*s) return dflt;
+  char* end = NULL;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end && (*end == 'K' || *end == 'k')) v <<= 10;
+  else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
+  else if (end && (*end == 'G' || *end == 'g')) v <<= 30;
+  if (end == s || v < lo || v > hi) {
+    RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using %zu", name, s, lo, hi, dflt);
+    return dflt;
+  }
+  return (size_t)v;
+}
+
+static void env_string(const char* name, char* dst, size_t cap) {
+  const char* s = getenv(name);
+  snprintf(dst, cap, "%s", s ? s : "");
+}
+
+void ringo_env_read(struct ringo_env* env) {
+  env->timeout_s = env_double("RINGO_TIMEOUT", 300.0, 0.001, 1e9);
+  /* Slots hold whole elements of any type: keep them a multiple of 64 bytes. */
+  env->slice_bytes = env_bytes("RINGO_SLICE_BYTES", 128 << 10, 256, 64 << 20) & ~(size_t)63;
+  env->nslots = (int)env_double("RINGO_NSLOTS", 4, 4, 64);
+  env->spin = (int)env_double("RINGO_SPIN", 2000, 0, 1e9);
+  env_string("RINGO_HOSTNAME", env->hostname, sizeof env->hostname);
+  if (!env->hostname[0] && gethostname(env->hostname, sizeof env->hostname - 1) != 0)
+    snprintf(env->hostname, sizeof env->hostname, "localhost");
+  env_string("RINGO_SOCKET_IFNAME", env->socket_ifname, sizeof env->socket_ifname);
+  env_string("RINGO_COMM_ID", env->comm_id, sizeof env->comm_id);
+  RINGO_INFO(RINGO_LOG_ENV,
+             "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%zu RINGO_NSLOTS=%d RINGO_SPIN=%d "
+             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s",
+             env->timeout_s, env->slice_bytes, env->nslots, env->spin, env->hostname,
+             env->socket_ifname, env->comm_id);
+}

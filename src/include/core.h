@@ -1,0 +1,82 @@
+/* core.h — what every ringo source file needs: error propagation, logging, the environment knobs.
+ * Internal (never installed). Exercised by every test binary; see test/test_api.cc for messages. */
+#ifndef RINGO_CORE_H_
+#define RINGO_CORE_H_
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "ringo.h"
+
+/* ---- logging: RINGO_DEBUG=WARN|INFO|TRACE, RINGO_DEBUG_SUBSYS=INIT,BOOT,SHM,COLL,ENV,ALL ---- */
+enum { RINGO_LEVEL_NONE = 0, RINGO_LEVEL_WARN = 1, RINGO_LEVEL_INFO = 2, RINGO_LEVEL_TRACE = 3 };
+enum {
+  RINGO_LOG_INIT = 1u << 0, RINGO_LOG_BOOT = 1u << 1, RINGO_LOG_SHM = 1u << 2,
+  RINGO_LOG_COLL = 1u << 3, RINGO_LOG_ENV = 1u << 4, RINGO_LOG_NET = 1u << 5,
+  RINGO_LOG_ALL = ~0u
+};
+int ringo_log_enabled(int level, unsigned subsys);
+void ringo_log(int level, unsigned subsys, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define RINGO_WARN(...) ringo_log(RINGO_LEVEL_WARN, RINGO_LOG_ALL, __FILE__, __LINE__, __VA_ARGS__)
+#define RINGO_INFO(sub, ...) \
+  do { if (ringo_log_enabled(RINGO_LEVEL_INFO, (sub))) ringo_log(RINGO_LEVEL_INFO, (sub), __FILE__, __LINE__, __VA_ARGS__); } while (0)
+#define RINGO_TRACE(sub, ...) \
+  do { if (ringo_log_enabled(RINGO_LEVEL_TRACE, (sub))) ringo_log(RINGO_LEVEL_TRACE, (sub), __FILE__, __LINE__, __VA_ARGS__); } while (0)
+
+/* ---- errors ----
+ * Where an error starts, call ringo_fail(): it records a message in this thread's last-error
+ * slot, logs it once at WARN, and returns the code. Public entry points copy the slot into the
+ * communicator so ringoGetLastError(comm) can show it later. Frames above only add "->" lines
+ * at INFO (RINGO_CHECK), so a log reads like a backtrace. */
+ringoResult_t ringo_fail(ringoResult_t res, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+const char* ringo_thread_last_error(void);
+void ringo_thread_clear_error(void);
+
+#define RINGO_CHECK(call)                                                       \
+  do {                                                                          \
+    ringoResult_t ringo_res_ = (call);                                          \
+    if (ringo_res_ != ringoSuccess) {                                           \
+      RINGO_INFO(RINGO_LOG_ALL, "%s:%d -> %d", __FILE__, __LINE__, ringo_res_); \
+      return ringo_res_;                                                        \
+    }                                                                           \
+  } while (0)
+
+#define RINGO_CHECK_GOTO(call, res, label)                                 \
+  do {                                                                     \
+    (res) = (call);                                                        \
+    if ((res) != ringoSuccess) {                                           \
+      RINGO_INFO(RINGO_LOG_ALL, "%s:%d -> %d", __FILE__, __LINE__, (res)); \
+      goto label;                                                          \
+    }                                                                      \
+  } while (0)
+
+/* A system call that returns -1 and sets errno. */
+#define SYS_CHECK(call, what)                                                              \
+  do {                                                                                     \
+    if ((call) == -1) return ringo_fail(ringoSystemError, "%s failed: %s", (what), strerror(errno)); \
+  } while (0)
+
+/* ---- environment knobs, read in one place (env.c) and logged at RINGO_DEBUG=INFO ---- */
+struct ringo_env {
+  double timeout_s;        /* RINGO_TIMEOUT: bound on every wait (default 300 s) */
+  size_t slice_bytes;      /* RINGO_SLICE_BYTES: bytes per FIFO slot (default 128 KiB) */
+  int nslots;              /* RINGO_NSLOTS: FIFO depth per link, >= 4 (default 4) */
+  int spin;                /* RINGO_SPIN: polls before a waiter yields (default 2000) */
+  char hostname[256];      /* RINGO_HOSTNAME: host identity override (default gethostname) */
+  char socket_ifname[64];  /* RINGO_SOCKET_IFNAME: interface the bootstrap root binds to */
+  char comm_id[256];       /* RINGO_COMM_ID: host:port the bootstrap root binds to */
+};
+/* Reads the environment now (cheap; called at every communicator init so tests may change it). */
+void ringo_env_read(struct ringo_env* env);
+
+/* Monotonic clock in seconds. */
+double ringo_now(void);
+
+/* Element size of a datatype, 0 for an invalid one. */
+size_t ringo_type_size(ringoDataType_t type);
+const char* ringo_type_name(ringoDataType_t type);
+const char* ringo_op_name(ringoRedOp_t op);
+
+#endif /* RINGO_CORE_H_ */

@@ -1,0 +1,21 @@
+/* reduce.h — fused host reduce-copy: dst = op(a, b) (and dst2 = the same) for every dtype and op.
+ * The per-element arithmetic lives in elementwise.h, shared with CUDA. Tested by test/test_reduce.cc. */
+#ifndef RINGO_REDUCE_H_
+#define RINGO_REDUCE_H_
+
+#include <stddef.h>
+
+#include "ringo.h"
+
+/* dst[i] = op(a[i], b[i]) for i < count; when dst2 is not NULL, dst2[i] gets the same value
+ * (one read of a and b, two writes). For ringoAvg the result is (a + b) / divisor, computed as
+ * a sum and then divided (integer division for integer types); callers pass ringoSum for the
+ * partial steps and ringoAvg with divisor = nranks only where the final value is produced.
+ * dst may alias a or b exactly (in-place). Returns ringoInvalidArgument for a bad dtype/op. */
+ringoResult_t ringo_reduce(void* dst, void* dst2, const void* a, const void* b, size_t count,
+                           ringoDataType_t type, ringoRedOp_t op, int divisor);
+
+/* dst = src and, when dst2 is not NULL, dst2 = src; skips a copy onto itself. */
+void ringo_copy2(void* dst, void* dst2, const void* src, size_t bytes);
+
+#endif /* RINGO_REDUCE_H_ */

@@ -1,0 +1,56 @@
+/* schedule.h — the ring made precise, as pure functions of (nranks, position, step, count).
+ * No I/O, no bytes: collectives.c walks it, ringo-trace prints it. Tested by test/test_schedule.cc. */
+#ifndef RINGO_SCHEDULE_H_
+#define RINGO_SCHEDULE_H_
+
+#include <stddef.h>
+
+/* What one rank does with one chunk's slice at one step. Every step that sends passes the slice
+ * to the next rank of the ring; every step that receives takes it from the previous rank. */
+enum ringo_prim {
+  RINGO_PRIM_SEND,                  /* send(in) */
+  RINGO_PRIM_RECV_REDUCE_SEND,      /* send(op(recv, in)) */
+  RINGO_PRIM_RECV_REDUCE_COPY_SEND, /* out = send(final(op(recv, in))) — last reduce-scatter step, fused */
+  RINGO_PRIM_RECV_REDUCE_COPY,      /* out = final(op(recv, in)) */
+  RINGO_PRIM_COPY_SEND,             /* out = send(in) */
+  RINGO_PRIM_RECV_COPY_SEND,        /* out = send(recv) */
+  RINGO_PRIM_RECV,                  /* out = recv */
+};
+
+enum ringo_coll {
+  RINGO_COLL_ALLREDUCE, RINGO_COLL_REDUCESCATTER, RINGO_COLL_ALLGATHER,
+  RINGO_COLL_BROADCAST, RINGO_COLL_REDUCE
+};
+
+struct ringo_step {
+  enum ringo_prim prim;
+  int chunk;  /* chunk this step handles (always 0 for broadcast and reduce) */
+};
+
+#define RINGO_MAX_STEPS(nranks) (2 * (nranks) - 1)
+
+/* Fills steps[] with what ring position pos does, in order, and returns how many steps there are
+ * (0 when nranks == 1: nothing moves). root_pos is the root's ring position (broadcast, reduce).
+ * All-reduce, with the seed's names: reduce-scatter step s sends chunk (pos - s) and reduces
+ * chunk (pos - s - 1) received from pos - 1; after N-1 steps pos owns chunk (pos + 1); all-gather
+ * step s sends chunk (pos + 1 - s) and receives chunk (pos - s). Sends of one step are fused with
+ * the receive of the step before, giving 2N-1 steps, 2N-2 of them sending. */
+int ringo_schedule(enum ringo_coll coll, int nranks, int pos, int root_pos, struct ringo_step* steps);
+
+/* Chunk c of N over count elements: [off, off + len); the count % N extra elements go one each
+ * to the first chunks. count < N and count == 0 are legal (some chunks are empty). */
+void ringo_chunk_range(size_t count, int nchunks, int c, size_t* off, size_t* len);
+
+/* Slices of slice_elems elements: how many rounds a chunk of at most max_len elements takes, and
+ * the part [off, off + len) of a chunk of chunk_len elements moved in round j (len may be 0). */
+size_t ringo_num_rounds(size_t max_len, size_t slice_elems);
+void ringo_slice_range(size_t chunk_len, size_t slice_elems, size_t round, size_t* off, size_t* len);
+
+/* The seed's step formulas, exposed for tools and tests. */
+int ringo_mod(int a, int n);
+int ringo_rs_send_chunk(int nranks, int pos, int step);
+int ringo_rs_recv_chunk(int nranks, int pos, int step);
+int ringo_ag_send_chunk(int nranks, int pos, int step);
+int ringo_ag_recv_chunk(int nranks, int pos, int step);
+
+#endif /* RINGO_SCHEDULE_H_ */
