@@ -20,10 +20,10 @@ CFLAGS    := -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLA
 CXXFLAGS  := -std=c++17 $(OPT) $(WARN) -pthread $(SANFLAGS)
 LDLIBS    := -pthread -lrt -lm
 
-LIB_SRC   := $(wildcard src/*.c src/transport/*.c)
+LIB_SRC   ?= $(wildcard src/*.c src/transport/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.cc)
-TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard test/*.cc))
+TEST_SUPPORT ?= $(filter-out $(TEST_SRC),$(wildcard test/*.cc))
 TEST_BIN  := $(TEST_SRC:test/%.cc=$(BUILD)/test/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bin/%)

@@ -17,6 +17,7 @@ struct ringo_link_params {
   size_t slot_bytes;           /* capacity of one slot */
   int nslots;                  /* FIFO depth */
   double timeout_s;            /* bound on any single wait */
+  int spin;                    /* polls before a waiter starts yielding/sleeping (RINGO_SPIN) */
   const atomic_int* abort_flag; /* non-zero: give up waiting (ringoCommAbort); may be NULL */
   int self_rank, peer_rank;    /* for error messages only */
 };
