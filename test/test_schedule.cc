@@ -1,0 +1,180 @@
+// test_schedule.cc — replays src/schedule.c symbolically: every message carries the set of ranks
+// whose data it sums, so the tests prove ownership after reduce-scatter and all-gather.
+// Run: make test (or build/test/test_schedule).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+extern "C" {
+#include "schedule.h"
+}
+
+namespace {
+
+using Mask = uint64_t;  // bit r set: rank r's contribution is in the value
+const Mask kNone = 0;
+
+struct Replay {
+  int nranks;
+  // out[p][c]: what position p finally holds for chunk c (kNone if nothing written).
+  std::vector<std::vector<Mask>> out;
+  std::vector<int> sends, recvs;
+};
+
+// Runs every position's steps in lock-step: the message position p sends at step t is what p+1
+// receives at step t+1, and must be about the same chunk.
+Replay replay(enum ringo_coll coll, int nranks, int root) {
+  Replay r{nranks, std::vector<std::vector<Mask>>(nranks, std::vector<Mask>(nranks, kNone)),
+           std::vector<int>(nranks), std::vector<int>(nranks)};
+  std::vector<std::vector<ringo_step>> steps(nranks, std::vector<ringo_step>(RINGO_MAX_STEPS(nranks) + 1));
+  std::vector<int> n(nranks);
+  int most = 0;
+  for (int p = 0; p < nranks; p++) {
+    n[p] = ringo_schedule(coll, nranks, p, root, steps[p].data());
+    most = std::max(most, n[p]);
+  }
+  // in flight from p to p+1: (chunk, mask), one slot deep per step is all the ring ever needs.
+  std::vector<int> fly_chunk(nranks, -1);
+  std::vector<Mask> fly_mask(nranks, kNone);
+  const bool chain = coll == RINGO_COLL_BROADCAST || coll == RINGO_COLL_REDUCE;
+  for (int t = 0; t < (chain ? nranks : most); t++) {
+    std::vector<int> next_chunk(nranks, -1);
+    std::vector<Mask> next_mask(nranks, kNone);
+    for (int p = 0; p < nranks; p++) {
+      int idx = chain ? (ringo_mod(p - (coll == RINGO_COLL_BROADCAST ? root : root + 1), nranks) == t ? 0 : -1) : t;
+      if (idx < 0 || idx >= n[p]) continue;
+      const ringo_step st = steps[p][idx];
+      const int prev = ringo_mod(p - 1, nranks);
+      Mask in = Mask(1) << p, recv = kNone, value = kNone;
+      bool receives = st.prim != RINGO_PRIM_SEND && st.prim != RINGO_PRIM_COPY_SEND;
+      if (receives) {
+        EXPECT_EQ(fly_chunk[prev], st.chunk) << "position " << p << " step " << idx;
+        recv = fly_mask[prev];
+        EXPECT_NE(recv, kNone);
+        r.recvs[p]++;
+      }
+      switch (st.prim) {
+        case RINGO_PRIM_SEND: case RINGO_PRIM_COPY_SEND: value = in; break;
+        case RINGO_PRIM_RECV_REDUCE_SEND: case RINGO_PRIM_RECV_REDUCE_COPY_SEND:
+        case RINGO_PRIM_RECV_REDUCE_COPY:
+          EXPECT_EQ(recv & in, kNone) << "rank " << p << " counted twice";
+          value = recv | in;
+          break;
+        case RINGO_PRIM_RECV_COPY_SEND: case RINGO_PRIM_RECV: value = recv; break;
+      }
+      bool writes = st.prim == RINGO_PRIM_RECV_REDUCE_COPY_SEND || st.prim == RINGO_PRIM_RECV_REDUCE_COPY ||
+                    st.prim == RINGO_PRIM_COPY_SEND || st.prim == RINGO_PRIM_RECV_COPY_SEND ||
+                    st.prim == RINGO_PRIM_RECV;
+      if (writes) r.out[p][st.chunk] = value;
+      bool sends = st.prim != RINGO_PRIM_RECV && st.prim != RINGO_PRIM_RECV_REDUCE_COPY;
+      if (sends) {
+        next_chunk[p] = st.chunk;
+        next_mask[p] = value;
+        r.sends[p]++;
+      }
+    }
+    fly_chunk = next_chunk;
+    fly_mask = next_mask;
+  }
+  return r;
+}
+
+Mask all_ranks(int n) { return n == 64 ? ~Mask(0) : (Mask(1) << n) - 1; }
+
+}  // namespace
+
+TEST(Schedule, StepFormulasMatchTheSeed) {
+  // N = 4, position 1: reduce-scatter step s sends (1 - s) and receives (1 - s - 1) mod 4.
+  EXPECT_EQ(ringo_rs_send_chunk(4, 1, 0), 1);
+  EXPECT_EQ(ringo_rs_recv_chunk(4, 1, 0), 0);
+  EXPECT_EQ(ringo_rs_send_chunk(4, 1, 2), 3);
+  EXPECT_EQ(ringo_rs_recv_chunk(4, 1, 2), 2);
+  EXPECT_EQ(ringo_ag_send_chunk(4, 1, 0), 2);  // the chunk it owns after reduce-scatter
+  EXPECT_EQ(ringo_ag_recv_chunk(4, 1, 0), 1);
+  EXPECT_EQ(ringo_mod(-5, 4), 3);
+}
+
+TEST(Schedule, AllReduceOwnershipAndLaw) {
+  for (int n = 1; n <= 64; n++) {
+    Replay r = replay(RINGO_COLL_ALLREDUCE, n, 0);
+    for (int p = 0; p < n; p++) {
+      if (n == 1) {
+        EXPECT_EQ(r.sends[p], 0);
+        continue;
+      }
+      // 2(N-1) chunk sends and receives per rank: the 2(N-1)/N·D law in chunks of D/N.
+      EXPECT_EQ(r.sends[p], 2 * (n - 1)) << "n=" << n;
+      EXPECT_EQ(r.recvs[p], 2 * (n - 1)) << "n=" << n;
+      for (int c = 0; c < n; c++) EXPECT_EQ(r.out[p][c], all_ranks(n)) << "n=" << n << " p=" << p << " c=" << c;
+    }
+  }
+}
+
+TEST(Schedule, ReduceScatterLeavesChunkPosPlusOne) {
+  for (int n = 2; n <= 64; n++) {
+    Replay r = replay(RINGO_COLL_REDUCESCATTER, n, 0);
+    for (int p = 0; p < n; p++) {
+      EXPECT_EQ(r.sends[p], n - 1);
+      for (int c = 0; c < n; c++)
+        EXPECT_EQ(r.out[p][c], c == (p + 1) % n ? all_ranks(n) : kNone) << "n=" << n << " p=" << p;
+    }
+  }
+}
+
+TEST(Schedule, AllGatherDeliversEveryOwnedChunk) {
+  for (int n = 2; n <= 64; n++) {
+    Replay r = replay(RINGO_COLL_ALLGATHER, n, 0);
+    for (int p = 0; p < n; p++) {
+      EXPECT_EQ(r.sends[p], n - 1);
+      // Chunk c starts at its owner c - 1 (where reduce-scatter left it) and reaches everyone.
+      for (int c = 0; c < n; c++) EXPECT_EQ(r.out[p][c], Mask(1) << ringo_mod(c - 1, n)) << "n=" << n;
+    }
+  }
+}
+
+TEST(Schedule, BroadcastAndReduceChains) {
+  for (int n = 2; n <= 16; n++) {
+    for (int root = 0; root < n; root++) {
+      Replay b = replay(RINGO_COLL_BROADCAST, n, root);
+      Replay d = replay(RINGO_COLL_REDUCE, n, root);
+      for (int p = 0; p < n; p++) {
+        EXPECT_EQ(b.out[p][0], Mask(1) << root) << "broadcast n=" << n << " root=" << root << " p=" << p;
+        EXPECT_EQ(b.sends[p], p == ringo_mod(root - 1, n) ? 0 : 1);
+        EXPECT_EQ(d.out[p][0], p == root ? all_ranks(n) : kNone) << "reduce n=" << n << " root=" << root;
+        EXPECT_EQ(d.sends[p], p == root ? 0 : 1);
+      }
+    }
+  }
+}
+
+TEST(Schedule, ChunkRangesSpreadRemainders) {
+  const size_t counts[] = {0, 1, 2, 3, 7, 8, 9, 1000003, size_t(1) << 40};
+  for (int n = 1; n <= 9; n++) {
+    for (size_t count : counts) {
+      size_t expect_off = 0;
+      for (int c = 0; c < n; c++) {
+        size_t off, len;
+        ringo_chunk_range(count, n, c, &off, &len);
+        EXPECT_EQ(off, expect_off);
+        EXPECT_EQ(len, count / n + (size_t(c) < count % n ? 1 : 0));
+        expect_off += len;
+      }
+      EXPECT_EQ(expect_off, count);
+    }
+  }
+}
+
+TEST(Schedule, SlicesCoverAChunk) {
+  EXPECT_EQ(ringo_num_rounds(0, 4), 0u);
+  EXPECT_EQ(ringo_num_rounds(9, 4), 3u);
+  size_t off, len, total = 0;
+  for (size_t j = 0; j < 3; j++) {
+    ringo_slice_range(9, 4, j, &off, &len);
+    EXPECT_EQ(off, j * 4);
+    total += len;
+  }
+  EXPECT_EQ(total, 9u);
+  ringo_slice_range(8, 4, 2, &off, &len);  // a shorter chunk has nothing in the last round
+  EXPECT_EQ(len, 0u);
+}
