@@ -1,0 +1,239 @@
+/* comm.c — communicator life cycle: rendezvous, ring order, links, queries, last-error messages.
+ * Uses bootstrap.c for the rendezvous and one transport per link. Tested by test/test_api.cc and
+ * every multi-rank suite (test/test_collectives.cc). */
+#include "comm.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+
+/* What each rank tells the others about itself during init. */
+struct rank_info {
+  char host[256]; /* as long as ringo_env.hostname */
+  int32_t pid;
+  int32_t rank;
+};
+
+ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res) {
+  if (res != ringoSuccess && comm) snprintf(comm->last_error, sizeof comm->last_error, "%s", ringo_thread_last_error());
+  return res;
+}
+
+ringoResult_t ringoGetVersion(int* version) {
+  if (!version) return ringo_fail(ringoInvalidArgument, "ringoGetVersion: version is NULL");
+  *version = RINGO_VERSION_CODE;
+  return ringoSuccess;
+}
+
+ringoResult_t ringoGetUniqueId(ringoUniqueId* id) {
+  if (!id) return ringo_fail(ringoInvalidArgument, "ringoGetUniqueId: id is NULL");
+  return ringo_bootstrap_root_start(id);
+}
+
+/* Ranks of one host sit next to each other (hosts in order of their lowest rank, ranks in order
+ * within a host), so only two links per host leave it. On one host this is the identity. */
+static void order_ring(ringoComm_t comm, const struct rank_info* info) {
+  int p = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    int first = 1; /* is r the lowest rank on its host? */
+    for (int q = 0; q < r && first; q++) first = strcmp(info[q].host, info[r].host) != 0;
+    if (!first) continue;
+    for (int q = r; q < comm->nranks; q++)
+      if (strcmp(info[q].host, info[r].host) == 0) comm->ring[p++] = q;
+  }
+  for (p = 0; p < comm->nranks; p++) comm->pos_of[comm->ring[p]] = p;
+  comm->pos = comm->pos_of[comm->rank];
+}
+
+/* The one place a link's transport is chosen. Every link is host memory on one host for now;
+ * the MPI and CUDA IPC transports add their cases here. */
+static const struct ringo_transport* pick_transport(const struct rank_info* self, const struct rank_info* peer) {
+  (void)self;
+  (void)peer;
+  return &ringo_transport_shm;
+}
+
+static void log_ring(ringoComm_t comm, const struct rank_info* info) {
+  if (!ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_INIT) || comm->rank != 0) return;
+  char line[1024];
+  size_t used = 0;
+  for (int p = 0; p < comm->nranks && used < sizeof line - 64; p++)
+    used += (size_t)snprintf(line + used, sizeof line - used, "%s%d(%s)", p ? " -> " : "", comm->ring[p],
+                             info[comm->ring[p]].host);
+  RINGO_INFO(RINGO_LOG_INIT, "ring of %d: %s -> back to %d; links %s, %zu-byte slots x %d", comm->nranks, line,
+             comm->ring[0], comm->send_tp ? comm->send_tp->name : "none", comm->slot_bytes, comm->env.nslots);
+}
+
+/* Both links of this rank: the receiver end of each link allocates, the sender attaches. */
+static ringoResult_t connect_links(ringoComm_t comm, struct ringo_bootstrap* bs, const struct rank_info* info) {
+  const int next = comm->ring[(comm->pos + 1) % comm->nranks];
+  const int prev = comm->ring[(comm->pos + comm->nranks - 1) % comm->nranks];
+  struct ringo_link_params p = {.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
+                                .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
+                                .spin = comm->env.spin, .self_rank = comm->rank, .peer_rank = prev};
+  comm->recv_tp = pick_transport(&info[comm->rank], &info[prev]);
+  comm->send_tp = pick_transport(&info[comm->rank], &info[next]);
+  char* all = calloc((size_t)comm->nranks, RINGO_LINK_INFO_BYTES);
+  char mine[RINGO_LINK_INFO_BYTES] = {0};
+  ringoResult_t res = all ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for link info");
+  if (res == ringoSuccess) res = comm->recv_tp->recv_setup(&p, &comm->recv_link, mine);
+  if (res == ringoSuccess) res = ringo_bootstrap_allgather(bs, mine, sizeof mine, all);
+  p.peer_rank = next;
+  if (res == ringoSuccess)
+    res = comm->send_tp->send_connect(&p, all + (size_t)next * RINGO_LINK_INFO_BYTES, &comm->send_link);
+  /* Every sender has attached once this barrier passes: names can go (nothing left in /dev/shm). */
+  if (res == ringoSuccess) res = ringo_bootstrap_barrier(bs);
+  if (res == ringoSuccess) res = comm->recv_tp->setup_done(comm->recv_link);
+  if (res == ringoSuccess) res = comm->send_tp->setup_done(comm->send_link);
+  free(all);
+  return res;
+}
+
+static void comm_free(ringoComm_t comm) {
+  if (!comm) return;
+  if (comm->send_link) comm->send_tp->close(comm->send_link);
+  if (comm->recv_link) comm->recv_tp->close(comm->recv_link);
+  free(comm->ring);
+  free(comm->pos_of);
+  free(comm);
+}
+
+static ringoResult_t comm_setup(ringoComm_t comm, const ringoUniqueId* id) {
+  struct ringo_bootstrap* bs = NULL;
+  struct rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank};
+  snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
+  struct rank_info* info = calloc((size_t)comm->nranks, sizeof *info);
+  comm->ring = calloc((size_t)comm->nranks, sizeof(int));
+  comm->pos_of = calloc((size_t)comm->nranks, sizeof(int));
+  ringoResult_t res = ringoSuccess;
+  if (!info || !comm->ring || !comm->pos_of) {
+    res = ringo_fail(ringoSystemError, "out of memory creating a communicator of %d ranks", comm->nranks);
+    goto out;
+  }
+  RINGO_CHECK_GOTO(ringo_bootstrap_init(id, comm->nranks, comm->rank, comm->env.timeout_s, &bs), res, out);
+  RINGO_CHECK_GOTO(ringo_bootstrap_allgather(bs, &mine, sizeof mine, info), res, out);
+  for (int r = 0; r < comm->nranks; r++) info[r].host[sizeof info[r].host - 1] = '\0';
+  order_ring(comm, info);
+  if (comm->nranks > 1) RINGO_CHECK_GOTO(connect_links(comm, bs, info), res, out);
+  log_ring(comm, info);
+out:
+  if (bs) ringo_bootstrap_close(bs);
+  free(info);
+  return res;
+}
+
+ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, int rank) {
+  ringo_thread_clear_error();
+  if (!out) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: comm is NULL");
+  *out = NULL;
+  if (nranks < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: nranks %d < 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: rank %d out of range [0, %d)", rank, nranks);
+  ringoComm_t comm = calloc(1, sizeof *comm);
+  if (!comm) return ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory");
+  comm->nranks = nranks;
+  comm->rank = rank;
+  comm->cuda_dev = -1;
+  ringo_env_read(&comm->env);
+  comm->slot_bytes = comm->env.slice_bytes;
+  ringoResult_t res = comm_setup(comm, &id);
+  if (res != ringoSuccess) {
+    comm_free(comm);
+    return res;
+  }
+  RINGO_INFO(RINGO_LOG_INIT, "rank %d of %d ready at ring position %d", rank, nranks, comm->pos);
+  *out = comm;
+  return ringoSuccess;
+}
+
+struct init_job {
+  ringoComm_t* comm;
+  int nranks, rank;
+  ringoUniqueId id;
+  ringoResult_t res;
+  char error[RINGO_ERROR_BYTES];
+};
+
+static void* init_thread(void* arg) {
+  struct init_job* job = arg;
+  job->res = ringoCommInitRank(job->comm, job->nranks, job->id, job->rank);
+  snprintf(job->error, sizeof job->error, "%s", ringo_thread_last_error());
+  return NULL;
+}
+
+ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist) {
+  ringo_thread_clear_error();
+  if (!comms) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: comms is NULL");
+  if (ndev < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: ndev %d < 1", ndev);
+  if (devlist)
+    return ringo_fail(ringoUnhandledCudaError, "ringoCommInitAll: devlist names CUDA devices, but this "
+                                               "build has no CUDA path; pass devlist = NULL for host ranks");
+  ringoUniqueId id;
+  RINGO_CHECK(ringoGetUniqueId(&id));
+  struct init_job* jobs = calloc((size_t)ndev, sizeof *jobs);
+  pthread_t* threads = calloc((size_t)ndev, sizeof *threads);
+  if (!jobs || !threads) {
+    free(jobs);
+    free(threads);
+    return ringo_fail(ringoSystemError, "ringoCommInitAll: out of memory");
+  }
+  int started = 0;
+  for (; started < ndev; started++) {
+    jobs[started] = (struct init_job){.comm = &comms[started], .nranks = ndev, .rank = started, .id = id};
+    if (pthread_create(&threads[started], NULL, init_thread, &jobs[started]) != 0) break;
+  }
+  ringoResult_t res = started == ndev ? ringoSuccess : ringo_fail(ringoSystemError, "ringoCommInitAll: pthread_create failed");
+  for (int i = 0; i < started; i++) {
+    pthread_join(threads[i], NULL);
+    if (res == ringoSuccess && jobs[i].res != ringoSuccess) res = ringo_fail(jobs[i].res, "ringoCommInitAll: rank %d: %s", i, jobs[i].error);
+  }
+  /* One failed rank fails them all: the ring is incomplete without it. */
+  for (int i = 0; res != ringoSuccess && i < started; i++) {
+    comm_free(comms[i]);
+    comms[i] = NULL;
+  }
+  free(jobs);
+  free(threads);
+  return res;
+}
+
+ringoResult_t ringoCommDestroy(ringoComm_t comm) {
+  if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommDestroy: comm is NULL");
+  comm_free(comm);
+  return ringoSuccess;
+}
+
+ringoResult_t ringoCommAbort(ringoComm_t comm) {
+  if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommAbort: comm is NULL");
+  atomic_store(&comm->abort_flag, 1);
+  /* A collective in another thread notices the flag within one sleep of its wait loop; it must
+   * leave before the memory it uses goes away. */
+  const struct timespec ms = {0, 1000000};
+  while (atomic_load(&comm->inflight) > 0) nanosleep(&ms, NULL);
+  comm_free(comm);
+  return ringoSuccess;
+}
+
+#define QUERY(fn, type, what, expr)                                                          \
+  ringoResult_t fn(const ringoComm_t comm, type* what) {                                     \
+    if (!comm) return ringo_fail(ringoInvalidArgument, #fn ": comm is NULL");                \
+    if (!what) return ringo_comm_record(comm, ringo_fail(ringoInvalidArgument, #fn ": " #what " is NULL")); \
+    *what = (expr);                                                                          \
+    return ringoSuccess;                                                                     \
+  }
+QUERY(ringoCommCount, int, count, comm->nranks)
+QUERY(ringoCommUserRank, int, rank, comm->rank)
+QUERY(ringoCommCuDevice, int, device, comm->cuda_dev)
+QUERY(ringoCommGetAsyncError, ringoResult_t, asyncError, atomic_load(&comm->error))
+QUERY(ringoCommGetStats, ringoCommStats, stats,
+      ((ringoCommStats){atomic_load_explicit(&comm->bytes_sent, memory_order_relaxed),
+                        atomic_load_explicit(&comm->bytes_received, memory_order_relaxed),
+                        atomic_load_explicit(&comm->collectives, memory_order_relaxed)}))
+
+const char* ringoGetLastError(ringoComm_t comm) {
+  return comm ? comm->last_error : ringo_thread_last_error();
+}

@@ -1,0 +1,54 @@
+/* comm.h — the communicator: who is in the ring, in what order, over which links, and its state.
+ * Internal. Built by comm.c, driven by collectives.c and group.c; tested through the public API. */
+#ifndef RINGO_COMM_H_
+#define RINGO_COMM_H_
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "core.h"
+#include "schedule.h"
+#include "transport.h"
+
+#define RINGO_ERROR_BYTES 1024
+
+struct ringoComm {
+  int nranks, rank;
+  int pos;                      /* this rank's position in the ring */
+  int* ring;                    /* ring[pos] = user rank at that position */
+  int* pos_of;                  /* pos_of[rank] = its ring position */
+  int cuda_dev;                 /* -1: host communicator */
+  struct ringo_env env;
+  size_t slot_bytes;
+  /* The two links of this rank: to the next position (sends) and from the previous (receives). */
+  const struct ringo_transport *send_tp, *recv_tp;
+  struct ringo_link *send_link, *recv_link;
+  atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
+  atomic_int inflight;          /* collectives running now (Abort waits for them to leave) */
+  _Atomic ringoResult_t error;  /* sticky: a collective failed mid-flight, the ring is unusable */
+  _Atomic uint64_t bytes_sent, bytes_received, collectives;
+  char last_error[RINGO_ERROR_BYTES];
+};
+
+/* One collective call, as the public API received it (already validated). */
+struct ringo_op {
+  enum ringo_coll coll;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;  /* AllReduce/Broadcast/Reduce: elements; ReduceScatter: recvcount; AllGather: sendcount */
+  ringoDataType_t type;
+  ringoRedOp_t op;
+  int root;
+  ringoComm_t comm;
+};
+
+/* Copies this thread's last error message into comm (when comm is not NULL) and returns res. */
+ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res);
+
+/* Runs one collective to completion on the calling thread (collectives.c). */
+ringoResult_t ringo_coll_run(const struct ringo_op* op);
+
+/* Queues op when this thread is inside ringoGroupStart/End; returns 1 if it was queued (group.c). */
+int ringo_group_enqueue(const struct ringo_op* op, ringoResult_t* res);
+
+#endif /* RINGO_COMM_H_ */
