@@ -10,21 +10,28 @@ comma := ,
 CC  ?= cc
 CXX ?= c++
 NVCC := $(shell command -v $(CUDA_HOME)/bin/nvcc 2>/dev/null || command -v nvcc 2>/dev/null)
-MPICC := $(shell command -v mpicc 2>/dev/null)
+# MPI support (the mpi transport and ringoCommInitMPI) is built when mpicc is found; MPI=0 turns it off.
+MPI   ?= 1
+MPICC := $(if $(filter 1,$(MPI)),$(shell command -v mpicc 2>/dev/null))
+MPI_CFLAGS := $(if $(MPICC),-DRINGO_HAVE_MPI $(shell $(MPICC) --showme:compile 2>/dev/null))
+MPI_LIBS   := $(if $(MPICC),$(shell $(MPICC) --showme:link 2>/dev/null))
 
 WARN      := -Wall -Wextra -Werror
 OPT       ?= -O2 -g
 SANFLAGS  := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
-CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc/include
+CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc/include $(MPI_CFLAGS)
 CFLAGS    := -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLAGS) -DRINGO_BUILDING_LIBRARY
 CXXFLAGS  := -std=c++17 $(OPT) $(WARN) -pthread $(SANFLAGS)
-LDLIBS    := -pthread -lrt -lm
+LDLIBS    := $(MPI_LIBS) -pthread -lrt -lm
 
 LIB_SRC   ?= $(wildcard src/*.c src/transport/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.cc)
 TEST_SUPPORT ?= $(filter-out $(TEST_SRC),$(wildcard test/*.cc))
 TEST_BIN  := $(TEST_SRC:test/%.cc=$(BUILD)/test/%)
+# MPI suites (test/mpi/) are built with MPI and run under mpirun by scripts/run_tests.sh.
+MPI_TEST_SRC := $(if $(MPICC),$(wildcard test/mpi/test_*.cc))
+MPI_TEST_BIN := $(MPI_TEST_SRC:test/mpi/%.cc=$(BUILD)/test/mpi/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bin/%)
 
@@ -54,13 +61,17 @@ $(BUILD)/lib/libringo.a: $(LIB_OBJ)
 tools: $(BENCH_BIN)
 $(BUILD)/bin/%: bench/%.c $(BUILD)/lib/libringo.a include/ringo.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $< -o $@ $(BUILD)/lib/libringo.a $(LDLIBS)
+	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $(MPI_CFLAGS) $< -o $@ $(BUILD)/lib/libringo.a $(LDLIBS)
 
 # Tests link the static library so they can also reach internal functions (src/include).
-tests: $(TEST_BIN)
+tests: $(TEST_BIN) $(MPI_TEST_BIN)
 $(BUILD)/test/%: test/%.cc $(TEST_SUPPORT) $(wildcard test/*.h) $(BUILD)/lib/libringo.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< $(TEST_SUPPORT) -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
+
+$(BUILD)/test/mpi/%: test/mpi/%.cc test/mpi/main.cc $(wildcard test/mpi/*.h) $(BUILD)/lib/libringo.a
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< test/mpi/main.cc -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
 
 deps:
 	@scripts/deps.sh
@@ -73,15 +84,16 @@ bench: deps
 # Every test binary, then one closing line "N passed, M failed[, K skipped]".
 test: deps
 	@$(MAKE) --no-print-directory all tests
-	@scripts/run_tests.sh $(TEST_BIN)
+	@scripts/run_tests.sh $(TEST_BIN) $(MPI_TEST_BIN)
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 include/ringo.h $(DESTDIR)$(PREFIX)/include/
+	$(if $(MPICC),install -m 644 include/ringo_mpi.h $(DESTDIR)$(PREFIX)/include/)
 	install -m 755 $(BUILD)/lib/libringo.so $(DESTDIR)$(PREFIX)/lib/libringo.so.0
 	ln -sf libringo.so.0 $(DESTDIR)$(PREFIX)/lib/libringo.so
 	install -m 644 $(BUILD)/lib/libringo.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' scripts/ringo.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringo.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@MPI_LIBS@|$(MPI_LIBS)|' scripts/ringo.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringo.pc
 
 clean:
 	rm -rf build build-*

@@ -49,12 +49,28 @@ static void order_ring(ringoComm_t comm, const struct rank_info* info) {
   comm->pos = comm->pos_of[comm->rank];
 }
 
-/* The one place a link's transport is chosen. Every link is host memory on one host for now;
- * the MPI and CUDA IPC transports add their cases here. */
-static const struct ringo_transport* pick_transport(const struct rank_info* self, const struct rank_info* peer) {
-  (void)self;
-  (void)peer;
-  return &ringo_transport_shm;
+/* The one place a link's transport is chosen: peers on one host share memory (shm), peers on
+ * different hosts talk MPI; RINGO_TRANSPORT=shm|mpi forces one kind for every link. */
+static ringoResult_t pick_transport(const ringoComm_t comm, const struct rank_info* self, const struct rank_info* peer,
+                                    const struct ringo_transport** tp) {
+  const char* forced = comm->env.transport;
+  int same_host = strcmp(self->host, peer->host) == 0;
+  if (forced[0] && strcmp(forced, "shm") != 0 && strcmp(forced, "mpi") != 0)
+    return ringo_fail(ringoInvalidArgument, "RINGO_TRANSPORT=%s: expected shm or mpi", forced);
+  int want_mpi = forced[0] ? strcmp(forced, "mpi") == 0 : !same_host;
+  if (!want_mpi) {
+    *tp = &ringo_transport_shm;
+    return ringoSuccess;
+  }
+#ifdef RINGO_HAVE_MPI
+  if (comm->tctx) {
+    *tp = &ringo_transport_mpi;
+    return ringoSuccess;
+  }
+#endif
+  return ringo_fail(ringoInvalidUsage, "rank %d (host %s) and rank %d (host %s) need an MPI link, but this "
+                    "communicator has no MPI: create it with ringoCommInitMPI (library built with MPI)",
+                    self->rank, self->host, peer->rank, peer->host);
 }
 
 static void log_ring(ringoComm_t comm, const struct rank_info* info) {
@@ -64,29 +80,32 @@ static void log_ring(ringoComm_t comm, const struct rank_info* info) {
   for (int p = 0; p < comm->nranks && used < sizeof line - 64; p++)
     used += (size_t)snprintf(line + used, sizeof line - used, "%s%d(%s)", p ? " -> " : "", comm->ring[p],
                              info[comm->ring[p]].host);
-  RINGO_INFO(RINGO_LOG_INIT, "ring of %d: %s -> back to %d; links %s, %zu-byte slots x %d", comm->nranks, line,
-             comm->ring[0], comm->send_tp ? comm->send_tp->name : "none", comm->slot_bytes, comm->env.nslots);
+  RINGO_INFO(RINGO_LOG_INIT, "ring of %d: %s -> back to %d; %zu-byte slots x %d", comm->nranks, line,
+             comm->ring[0], comm->slot_bytes, comm->env.nslots);
 }
 
 /* Both links of this rank: the receiver end of each link allocates, the sender attaches. */
-static ringoResult_t connect_links(ringoComm_t comm, struct ringo_bootstrap* bs, const struct rank_info* info) {
+static ringoResult_t connect_links(ringoComm_t comm, const struct ringo_rendezvous* rv, const struct rank_info* info) {
   const int next = comm->ring[(comm->pos + 1) % comm->nranks];
   const int prev = comm->ring[(comm->pos + comm->nranks - 1) % comm->nranks];
   struct ringo_link_params p = {.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
                                 .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
-                                .spin = comm->env.spin, .self_rank = comm->rank, .peer_rank = prev};
-  comm->recv_tp = pick_transport(&info[comm->rank], &info[prev]);
-  comm->send_tp = pick_transport(&info[comm->rank], &info[next]);
+                                .spin = comm->env.spin, .self_rank = comm->rank, .peer_rank = prev,
+                                .ctx = comm->tctx};
+  RINGO_CHECK(pick_transport(comm, &info[comm->rank], &info[prev], &comm->recv_tp));
+  RINGO_CHECK(pick_transport(comm, &info[comm->rank], &info[next], &comm->send_tp));
+  RINGO_INFO(RINGO_LOG_INIT, "rank %d: link from rank %d over %s, link to rank %d over %s", comm->rank, prev,
+             comm->recv_tp->name, next, comm->send_tp->name);
   char* all = calloc((size_t)comm->nranks, RINGO_LINK_INFO_BYTES);
   char mine[RINGO_LINK_INFO_BYTES] = {0};
   ringoResult_t res = all ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for link info");
   if (res == ringoSuccess) res = comm->recv_tp->recv_setup(&p, &comm->recv_link, mine);
-  if (res == ringoSuccess) res = ringo_bootstrap_allgather(bs, mine, sizeof mine, all);
+  if (res == ringoSuccess) res = rv->allgather(rv->ctx, mine, sizeof mine, all);
   p.peer_rank = next;
   if (res == ringoSuccess)
     res = comm->send_tp->send_connect(&p, all + (size_t)next * RINGO_LINK_INFO_BYTES, &comm->send_link);
   /* Every sender has attached once this barrier passes: names can go (nothing left in /dev/shm). */
-  if (res == ringoSuccess) res = ringo_bootstrap_barrier(bs);
+  if (res == ringoSuccess) res = rv->barrier(rv->ctx);
   if (res == ringoSuccess) res = comm->recv_tp->setup_done(comm->recv_link);
   if (res == ringoSuccess) res = comm->send_tp->setup_done(comm->send_link);
   free(all);
@@ -97,13 +116,13 @@ static void comm_free(ringoComm_t comm) {
   if (!comm) return;
   if (comm->send_link) comm->send_tp->close(comm->send_link);
   if (comm->recv_link) comm->recv_tp->close(comm->recv_link);
+  if (comm->tctx_free) comm->tctx_free(comm->tctx);
   free(comm->ring);
   free(comm->pos_of);
   free(comm);
 }
 
-static ringoResult_t comm_setup(ringoComm_t comm, const ringoUniqueId* id) {
-  struct ringo_bootstrap* bs = NULL;
+static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   struct rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
   struct rank_info* info = calloc((size_t)comm->nranks, sizeof *info);
@@ -114,17 +133,44 @@ static ringoResult_t comm_setup(ringoComm_t comm, const ringoUniqueId* id) {
     res = ringo_fail(ringoSystemError, "out of memory creating a communicator of %d ranks", comm->nranks);
     goto out;
   }
-  RINGO_CHECK_GOTO(ringo_bootstrap_init(id, comm->nranks, comm->rank, comm->env.timeout_s, &bs), res, out);
-  RINGO_CHECK_GOTO(ringo_bootstrap_allgather(bs, &mine, sizeof mine, info), res, out);
+  RINGO_CHECK_GOTO(rv->allgather(rv->ctx, &mine, sizeof mine, info), res, out);
   for (int r = 0; r < comm->nranks; r++) info[r].host[sizeof info[r].host - 1] = '\0';
   order_ring(comm, info);
-  if (comm->nranks > 1) RINGO_CHECK_GOTO(connect_links(comm, bs, info), res, out);
+  if (comm->nranks > 1) RINGO_CHECK_GOTO(connect_links(comm, rv, info), res, out);
   log_ring(comm, info);
 out:
-  if (bs) ringo_bootstrap_close(bs);
   free(info);
   return res;
 }
+
+ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const struct ringo_rendezvous* rv,
+                                void* tctx, void (*tctx_free)(void*)) {
+  ringoComm_t comm = calloc(1, sizeof *comm);
+  if (!comm) {
+    if (tctx_free) tctx_free(tctx);
+    return ringo_fail(ringoSystemError, "out of memory creating a communicator");
+  }
+  comm->nranks = nranks;
+  comm->rank = rank;
+  comm->cuda_dev = -1;
+  comm->tctx = tctx;
+  comm->tctx_free = tctx_free;
+  ringo_env_read(&comm->env);
+  comm->slot_bytes = comm->env.slice_bytes;
+  ringoResult_t res = comm_setup(comm, rv);
+  if (res != ringoSuccess) {
+    comm_free(comm);
+    return res;
+  }
+  RINGO_INFO(RINGO_LOG_INIT, "rank %d of %d ready at ring position %d", rank, nranks, comm->pos);
+  *out = comm;
+  return ringoSuccess;
+}
+
+static ringoResult_t tcp_allgather(void* bs, const void* mine, size_t bytes, void* all) {
+  return ringo_bootstrap_allgather(bs, mine, bytes, all);
+}
+static ringoResult_t tcp_barrier(void* bs) { return ringo_bootstrap_barrier(bs); }
 
 ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, int rank) {
   ringo_thread_clear_error();
@@ -133,21 +179,14 @@ ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, 
   if (nranks < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: nranks %d < 1", nranks);
   if (rank < 0 || rank >= nranks)
     return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: rank %d out of range [0, %d)", rank, nranks);
-  ringoComm_t comm = calloc(1, sizeof *comm);
-  if (!comm) return ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory");
-  comm->nranks = nranks;
-  comm->rank = rank;
-  comm->cuda_dev = -1;
-  ringo_env_read(&comm->env);
-  comm->slot_bytes = comm->env.slice_bytes;
-  ringoResult_t res = comm_setup(comm, &id);
-  if (res != ringoSuccess) {
-    comm_free(comm);
-    return res;
-  }
-  RINGO_INFO(RINGO_LOG_INIT, "rank %d of %d ready at ring position %d", rank, nranks, comm->pos);
-  *out = comm;
-  return ringoSuccess;
+  struct ringo_env env;
+  ringo_env_read(&env);
+  struct ringo_bootstrap* bs = NULL;
+  RINGO_CHECK(ringo_bootstrap_init(&id, nranks, rank, env.timeout_s, &bs));
+  const struct ringo_rendezvous rv = {bs, tcp_allgather, tcp_barrier};
+  ringoResult_t res = ringo_comm_create(out, nranks, rank, &rv, NULL, NULL);
+  ringo_bootstrap_close(bs);
+  return res;
 }
 
 struct init_job {

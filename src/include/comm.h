@@ -23,6 +23,8 @@ struct ringoComm {
   /* The two links of this rank: to the next position (sends) and from the previous (receives). */
   const struct ringo_transport *send_tp, *recv_tp;
   struct ringo_link *send_link, *recv_link;
+  void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */
+  void (*tctx_free)(void*);
   atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
   atomic_int inflight;          /* collectives running now (Abort waits for them to leave) */
   _Atomic ringoResult_t error;  /* sticky: a collective failed mid-flight, the ring is unusable */
@@ -41,6 +43,19 @@ struct ringo_op {
   int root;
   ringoComm_t comm;
 };
+
+/* How ranks meet during init: the TCP bootstrap (ringoCommInitRank) or MPI collectives
+ * (ringoCommInitMPI). Both give an allgather, a barrier and a close. */
+struct ringo_rendezvous {
+  void* ctx;
+  ringoResult_t (*allgather)(void* ctx, const void* mine, size_t bytes, void* all);
+  ringoResult_t (*barrier)(void* ctx);
+};
+
+/* Creates rank `rank` of an nranks communicator over rv. tctx (may be NULL) becomes the
+ * communicator's transport context and is freed with tctx_free when it goes, or here on failure. */
+ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const struct ringo_rendezvous* rv,
+                                void* tctx, void (*tctx_free)(void*));
 
 /* Copies this thread's last error message into comm (when comm is not NULL) and returns res. */
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res);

@@ -4,10 +4,17 @@
 #ifndef RINGO_TRANSPORT_H_
 #define RINGO_TRANSPORT_H_
 
-#include <stdatomic.h>
 #include <stddef.h>
 
 #include "ringo.h"
+
+#ifdef __cplusplus
+#include <atomic>
+using std::atomic_int; /* so C++ tests can include this header */
+extern "C" {
+#else
+#include <stdatomic.h>
+#endif
 
 #define RINGO_LINK_INFO_BYTES 256  /* what a receiver tells its sender, through the bootstrap */
 
@@ -19,7 +26,8 @@ struct ringo_link_params {
   double timeout_s;            /* bound on any single wait */
   int spin;                    /* polls before a waiter starts yielding/sleeping (RINGO_SPIN) */
   const atomic_int* abort_flag; /* non-zero: give up waiting (ringoCommAbort); may be NULL */
-  int self_rank, peer_rank;    /* for error messages only */
+  int self_rank, peer_rank;    /* user ranks; for error messages (and MPI addressing: see mpi.c) */
+  void* ctx;                   /* the transport's per-communicator context (mpi: struct ringo_mpi_ctx*) */
 };
 
 struct ringo_transport {
@@ -43,5 +51,15 @@ struct ringo_transport {
 };
 
 extern const struct ringo_transport ringo_transport_shm;
+#ifdef RINGO_HAVE_MPI
+extern const struct ringo_transport ringo_transport_mpi;
+/* The MPI transport's context: a private duplicate of the user's MPI communicator (so ringo's
+ * messages never match the user's), in which ringo rank r is MPI rank r. */
+ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** ctx);
+void ringo_mpi_ctx_free(void* ctx);
+#endif
 
+#ifdef __cplusplus
+}
+#endif
 #endif /* RINGO_TRANSPORT_H_ */

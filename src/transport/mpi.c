@@ -1,0 +1,230 @@
+/* mpi.c — the link between hosts: MPI_Isend/MPI_Irecv on the communicator's own duplicated
+ * MPI communicator, nslots staging buffers per link so the next slice is in flight while the
+ * current one is reduced. Built only when mpicc is found. Tested by test/mpi_test_ring.cc. */
+#ifdef RINGO_HAVE_MPI
+#include <mpi.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core.h"
+#include "transport.h"
+
+#define MPI_LINK_MAGIC 0x4d474e52u /* "RNGM" */
+#define MPI_LINK_TAG 0x52          /* one tag is enough: the ring has one link per direction per pair */
+#define MPI_YIELDS 64              /* sched_yield rounds before napping between polls */
+#define MPI_NAP_NS 20000L          /* a nap short next to a slice's transfer time, long next to a poll */
+
+struct ringo_mpi_ctx { MPI_Comm comm; };
+
+struct mpi_info { uint32_t magic; int32_t rank; uint64_t slot_bytes; uint32_t nslots; };
+_Static_assert(sizeof(struct mpi_info) <= RINGO_LINK_INFO_BYTES, "mpi info too large");
+
+struct ringo_link {
+  MPI_Comm comm;
+  int is_recv, self_rank, peer_rank, nslots, spin, holding;
+  size_t slot_bytes, held_bytes;
+  uint64_t count; /* slices posted (sender) or released (receiver) */
+  double timeout_s;
+  const atomic_int* abort_flag;
+  char* bufs;
+  MPI_Request* reqs;
+};
+
+static ringoResult_t mpi_fail(int err, const char* what, const struct ringo_link* l) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(err, text, &len);
+  return ringo_fail(ringoRemoteError, "mpi link %d->%d: %s failed: %s", l->is_recv ? l->peer_rank : l->self_rank,
+                    l->is_recv ? l->self_rank : l->peer_rank, what, text);
+}
+#define MPI_CHECK(call, what, l)                             \
+  do {                                                       \
+    int mpi_err_ = (call);                                   \
+    if (mpi_err_ != MPI_SUCCESS) return mpi_fail(mpi_err_, (what), (l)); \
+  } while (0)
+
+ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** out) {
+  struct ringo_mpi_ctx* ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return ringo_fail(ringoSystemError, "out of memory for the MPI context");
+  int err = MPI_Comm_dup(*(const MPI_Comm*)user_mpi_comm, &ctx->comm);
+  if (err == MPI_SUCCESS) err = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+  if (err != MPI_SUCCESS) {
+    free(ctx);
+    return ringo_fail(ringoSystemError, "MPI_Comm_dup of the user's communicator failed (MPI error %d)", err);
+  }
+  *out = ctx;
+  return ringoSuccess;
+}
+
+void ringo_mpi_ctx_free(void* p) {
+  struct ringo_mpi_ctx* ctx = p;
+  if (!ctx) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Comm_free(&ctx->comm);
+  free(ctx);
+}
+
+static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, struct ringo_link** out) {
+  if (!p->ctx) return ringo_fail(ringoInvalidUsage, "the mpi transport needs a communicator made by ringoCommInitMPI");
+  struct ringo_link* l = calloc(1, sizeof *l);
+  if (l) {
+    l->bufs = malloc((size_t)p->nslots * p->slot_bytes);
+    l->reqs = malloc((size_t)p->nslots * sizeof *l->reqs);
+  }
+  if (!l || !l->bufs || !l->reqs) {
+    if (l) free(l->bufs), free(l->reqs);
+    free(l);
+    return ringo_fail(ringoSystemError, "out of memory for %d mpi staging slots of %zu bytes", p->nslots, p->slot_bytes);
+  }
+  l->comm = ((struct ringo_mpi_ctx*)p->ctx)->comm;
+  l->is_recv = is_recv;
+  l->self_rank = p->self_rank;
+  l->peer_rank = p->peer_rank;
+  l->nslots = p->nslots;
+  l->spin = p->spin;
+  l->slot_bytes = p->slot_bytes;
+  l->timeout_s = p->timeout_s;
+  l->abort_flag = p->abort_flag;
+  for (int i = 0; i < p->nslots; i++) l->reqs[i] = MPI_REQUEST_NULL;
+  *out = l;
+  return ringoSuccess;
+}
+
+static void mpi_close(struct ringo_link* l) {
+  if (!l) return;
+  int finalized = 0, leak = 0;
+  MPI_Finalized(&finalized);
+  for (int i = 0; !finalized && i < l->nslots; i++) {
+    if (l->reqs[i] == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    if (l->is_recv) MPI_Cancel(&l->reqs[i]); /* a posted receive nobody will match */
+    MPI_Test(&l->reqs[i], &done, MPI_STATUS_IGNORE);
+    if (!done && l->is_recv) MPI_Wait(&l->reqs[i], MPI_STATUS_IGNORE); /* cancelled: completes */
+    /* A send still pending after an error may never complete; MPI may still read its buffer, so
+     * the buffer is left allocated rather than freed under MPI's feet. */
+    if (!done && !l->is_recv) { MPI_Request_free(&l->reqs[i]); leak = 1; }
+  }
+  if (!leak) free(l->bufs);
+  free(l->reqs);
+  free(l);
+}
+
+static ringoResult_t post_recv(struct ringo_link* l, int idx) {
+  MPI_CHECK(MPI_Irecv(l->bufs + (size_t)idx * l->slot_bytes, (int)l->slot_bytes, MPI_BYTE, l->peer_rank,
+                      MPI_LINK_TAG, l->comm, &l->reqs[idx]), "MPI_Irecv", l);
+  return ringoSuccess;
+}
+
+static ringoResult_t mpi_recv_setup(const struct ringo_link_params* p, struct ringo_link** link, void* info) {
+  if (p->slot_bytes > (size_t)INT32_MAX) return ringo_fail(ringoInvalidArgument, "mpi slots are limited to 2 GiB");
+  RINGO_CHECK(link_new(p, 1, link));
+  for (int i = 0; i < p->nslots; i++) {
+    ringoResult_t res = post_recv(*link, i);
+    if (res != ringoSuccess) {
+      mpi_close(*link);
+      *link = NULL;
+      return res;
+    }
+  }
+  struct mpi_info mine = {MPI_LINK_MAGIC, p->self_rank, p->slot_bytes, (uint32_t)p->nslots};
+  memcpy(info, &mine, sizeof mine);
+  return ringoSuccess;
+}
+
+static ringoResult_t mpi_send_connect(const struct ringo_link_params* p, const void* info, struct ringo_link** link) {
+  struct mpi_info in;
+  memcpy(&in, info, sizeof in);
+  if (in.magic != MPI_LINK_MAGIC || in.rank != p->peer_rank || in.slot_bytes != p->slot_bytes ||
+      in.nslots != (uint32_t)p->nslots)
+    return ringo_fail(ringoRemoteError, "mpi link %d->%d: the receiver described a different link (magic %#x, "
+                      "rank %d, %llu-byte slots x %u)", p->self_rank, p->peer_rank, in.magic, in.rank,
+                      (unsigned long long)in.slot_bytes, in.nslots);
+  return link_new(p, 0, link);
+}
+
+static ringoResult_t mpi_setup_done(struct ringo_link* l) {
+  (void)l;
+  return ringoSuccess;
+}
+
+/* Polls one request to completion: MPI_Test drives MPI's progress engine; between polls the rank
+ * yields and then naps, so oversubscribed ranks leave the cores to whoever has work. */
+static ringoResult_t wait_request(struct ringo_link* l, int idx, MPI_Status* status) {
+  double start = 0;
+  const struct timespec nap = {0, MPI_NAP_NS};
+  for (long i = 0;; i++) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(&l->reqs[idx], &done, status), l->is_recv ? "MPI_Test of a receive" : "MPI_Test of a send", l);
+    if (done) return ringoSuccess;
+    if (i < l->spin) continue;
+    if (i == l->spin) start = ringo_now();
+    if (l->abort_flag && atomic_load_explicit(l->abort_flag, memory_order_relaxed))
+      return ringo_fail(ringoRemoteError, "rank %d: communicator aborted while waiting on the mpi link with rank %d",
+                        l->self_rank, l->peer_rank);
+    if ((i & 63) == 0 && ringo_now() - start > l->timeout_s)
+      return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s on mpi link %d->%d",
+                        l->self_rank, l->timeout_s, l->peer_rank, l->is_recv ? "send data" : "receive a slice",
+                        l->is_recv ? l->peer_rank : l->self_rank, l->is_recv ? l->self_rank : l->peer_rank);
+    if (i < l->spin + MPI_YIELDS) sched_yield();
+    else nanosleep(&nap, NULL);
+  }
+}
+
+static ringoResult_t mpi_send_acquire(struct ringo_link* l, void** slot) {
+  const int idx = (int)(l->count % (uint64_t)l->nslots);
+  if (!l->holding) {
+    RINGO_CHECK(wait_request(l, idx, MPI_STATUS_IGNORE)); /* the slot's previous send has left */
+    l->holding = 1;
+  }
+  *slot = l->bufs + (size_t)idx * l->slot_bytes;
+  return ringoSuccess;
+}
+
+static ringoResult_t mpi_send_post(struct ringo_link* l, size_t bytes) {
+  const int idx = (int)(l->count % (uint64_t)l->nslots);
+  if (!l->holding || bytes > l->slot_bytes) return ringo_fail(ringoInvalidUsage, "mpi send_post without a slot or too large");
+  MPI_CHECK(MPI_Isend(l->bufs + (size_t)idx * l->slot_bytes, (int)bytes, MPI_BYTE, l->peer_rank, MPI_LINK_TAG,
+                      l->comm, &l->reqs[idx]), "MPI_Isend", l);
+  l->holding = 0;
+  l->count++;
+  return ringoSuccess;
+}
+
+static ringoResult_t mpi_recv_acquire(struct ringo_link* l, const void** slot, size_t* bytes) {
+  const int idx = (int)(l->count % (uint64_t)l->nslots);
+  if (!l->holding) {
+    MPI_Status status;
+    RINGO_CHECK(wait_request(l, idx, &status));
+    int n = 0;
+    MPI_Get_count(&status, MPI_BYTE, &n);
+    l->held_bytes = (size_t)n;
+    l->holding = 1;
+  }
+  *slot = l->bufs + (size_t)idx * l->slot_bytes;
+  *bytes = l->held_bytes;
+  return ringoSuccess;
+}
+
+static ringoResult_t mpi_recv_release(struct ringo_link* l) {
+  const int idx = (int)(l->count % (uint64_t)l->nslots);
+  if (!l->holding) return ringo_fail(ringoInvalidUsage, "mpi recv_release without a slot from recv_acquire");
+  l->holding = 0;
+  l->count++;
+  return post_recv(l, idx); /* MPI matches receives in posting order: the FIFO order is kept */
+}
+
+const struct ringo_transport ringo_transport_mpi = {
+    .name = "mpi",
+    .recv_setup = mpi_recv_setup,
+    .send_connect = mpi_send_connect,
+    .setup_done = mpi_setup_done,
+    .send_acquire = mpi_send_acquire,
+    .send_post = mpi_send_post,
+    .recv_acquire = mpi_recv_acquire,
+    .recv_release = mpi_recv_release,
+    .close = mpi_close,
+};
+#endif /* RINGO_HAVE_MPI */
