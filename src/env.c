@@ -44,7 +44,7 @@ void ringo_env_read(struct ringo_env* env) {
   /* Slots hold whole elements of any type: keep them a multiple of 64 bytes. */
   env->slice_bytes = env_bytes("RINGO_SLICE_BYTES", 128 << 10, 256, 64 << 20) & ~(size_t)63;
   env->nslots = (int)env_double("RINGO_NSLOTS", 4, 4, 64);
-  env->spin = (int)env_double("RINGO_SPIN", 2000, 0, 1e9);
+  env->spin = (int)env_double("RINGO_SPIN", -1, 0, 1e9); /* -1: chosen per communicator */
   env_string("RINGO_HOSTNAME", env->hostname, sizeof env->hostname);
   if (!env->hostname[0] && gethostname(env->hostname, sizeof env->hostname - 1) != 0)
     snprintf(env->hostname, sizeof env->hostname, "localhost");
