@@ -20,8 +20,8 @@ WARN      := -Wall -Wextra -Werror
 OPT       ?= -O2 -g
 SANFLAGS  := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
 CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc/include $(MPI_CFLAGS)
-CFLAGS    := -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLAGS) -DRINGO_BUILDING_LIBRARY
-CXXFLAGS  := -std=c++17 $(OPT) $(WARN) -pthread $(SANFLAGS)
+CFLAGS    = -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLAGS) -DRINGO_BUILDING_LIBRARY
+CXXFLAGS  = -std=c++17 $(OPT) $(WARN) -pthread $(SANFLAGS)
 LDLIBS    := $(MPI_LIBS) -pthread -lrt -lm
 
 LIB_SRC   ?= $(wildcard src/*.c src/transport/*.c)

@@ -11,11 +11,16 @@
  * (one read of a and b, two writes). For ringoAvg the result is (a + b) / divisor, computed as
  * a sum and then divided (integer division for integer types); callers pass ringoSum for the
  * partial steps and ringoAvg with divisor = nranks only where the final value is produced.
- * dst may alias a or b exactly (in-place). Returns ringoInvalidArgument for a bad dtype/op. */
+ * dst may alias a or b exactly (in-place), but no buffers may partly overlap. Returns
+ * ringoInvalidArgument for a bad dtype/op. */
 ringoResult_t ringo_reduce(void* dst, void* dst2, const void* a, const void* b, size_t count,
                            ringoDataType_t type, ringoRedOp_t op, int divisor);
 
 /* dst = src and, when dst2 is not NULL, dst2 = src; skips a copy onto itself. */
 void ringo_copy2(void* dst, void* dst2, const void* src, size_t bytes);
+
+/* Testing hook: use at most this loop variant (0 baseline x86-64, 1 AVX2+F16C, 2 AVX-512; -1
+ * restores the best the CPU has). Returns the level now in use. Not while ringo_reduce runs. */
+int ringo_reduce_limit_isa(int max_level);
 
 #endif /* RINGO_REDUCE_H_ */
