@@ -1,8 +1,16 @@
 /* ringo_mpi.h — create a ringo communicator over the ranks of an MPI communicator.
- * Needs a libringo built with MPI (make prints "mpi: yes"). Tested by test/mpi_test_ring.cc. */
+ * Needs a libringo built with MPI (make prints "mpi: yes"). Tested by test/mpi/test_mpi_ring.cc. */
 #ifndef RINGO_MPI_H_
 #define RINGO_MPI_H_
 
+/* ringo needs only MPI's C API; skip the deprecated C++ bindings, which do not build cleanly
+ * under -Wextra -Werror. */
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include "ringo.h"

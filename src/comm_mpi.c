@@ -1,5 +1,5 @@
 /* comm_mpi.c — ringoCommInitMPI: the rendezvous over MPI collectives, MPI links between hosts.
- * Built only with MPI (RINGO_HAVE_MPI). Tested by test/mpi_test_ring.cc under mpirun. */
+ * Built only with MPI (RINGO_HAVE_MPI). Tested by test/mpi/test_mpi_ring.cc under mpirun. */
 #ifdef RINGO_HAVE_MPI
 #include <mpi.h>
 

@@ -1,6 +1,6 @@
 /* mpi.c — the link between hosts: MPI_Isend/MPI_Irecv on the communicator's own duplicated
  * MPI communicator, nslots staging buffers per link so the next slice is in flight while the
- * current one is reduced. Built only when mpicc is found. Tested by test/mpi_test_ring.cc. */
+ * current one is reduced. Built only when mpicc is found. Tested by test/mpi/test_mpi_ring.cc. */
 #ifdef RINGO_HAVE_MPI
 #include <mpi.h>
 #include <sched.h>

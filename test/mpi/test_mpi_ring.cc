@@ -1,0 +1,601 @@
+// test_mpi_ring.cc — ringoCommInitMPI rings under mpirun: MPI-only, mixed shm/MPI (fake hosts) and
+// all-shm rings of 2..8 ranks, every collective/dtype/op checked exactly, counters, user MPI traffic.
+// Depends on include/ringo_mpi.h and test/mpi/main.cc. Run: mpirun -np 8 build/test/mpi/test_mpi_ring.
+
+// The C API only: Open MPI's C++ bindings (mpicxx.h) do not compile under -Wextra -Werror.
+#define OMPI_SKIP_MPICXX 1
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mpi_harness.h"
+#include "ringo.h"
+#include "ringo_mpi.h"
+
+namespace {
+
+using ringo_mpi_test::CommRank;
+using ringo_mpi_test::CommSize;
+using ringo_mpi_test::ResultName;
+
+// ---------------------------------------------------------------------------------------------
+// Types, encoded here without the library. Every value the tests use is a small integer, exact in
+// every type (fp16 holds integers up to 2048 exactly, bfloat16 up to 256).
+
+const ringoDataType_t kTypes[RINGO_NUM_TYPES] = {ringoInt8,    ringoUint8,   ringoInt32,   ringoUint32,
+                                                 ringoInt64,   ringoUint64,  ringoFloat16, ringoFloat32,
+                                                 ringoFloat64, ringoBfloat16};
+const ringoRedOp_t kOps[RINGO_NUM_OPS] = {ringoSum, ringoProd, ringoMax, ringoMin, ringoAvg};
+
+size_t SizeOf(ringoDataType_t t) {
+  static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+  return sizes[t];
+}
+const char* TypeName(ringoDataType_t t) {
+  static const char* const names[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
+                                      "uint64", "float16", "float32", "float64", "bfloat16"};
+  return names[t];
+}
+const char* OpName(ringoRedOp_t op) {
+  static const char* const names[] = {"sum", "prod", "max", "min", "avg"};
+  return names[op];
+}
+bool IsFloat(ringoDataType_t t) {
+  return t == ringoFloat16 || t == ringoFloat32 || t == ringoFloat64 || t == ringoBfloat16;
+}
+bool IsUnsigned(ringoDataType_t t) { return t == ringoUint8 || t == ringoUint32 || t == ringoUint64; }
+
+// IEEE binary16 of a small integer (|v| <= 2048), built from its leading bit.
+uint16_t HalfOfInt(int64_t v) {
+  if (v == 0) return 0;
+  const uint16_t sign = v < 0 ? 0x8000 : 0;
+  const uint64_t m = static_cast<uint64_t>(v < 0 ? -v : v);
+  int e = 63 - __builtin_clzll(m);
+  return static_cast<uint16_t>(sign | (e + 15) << 10 | ((m << (10 - e)) & 0x3ff));
+}
+
+void Encode(int64_t v, ringoDataType_t t, void* dst) {
+  switch (t) {
+    case ringoFloat16: { const uint16_t h = HalfOfInt(v); memcpy(dst, &h, 2); return; }
+    case ringoBfloat16: {  // the high half of the float32: exact for small integers
+      const float f = static_cast<float>(v);
+      uint32_t bits;
+      memcpy(&bits, &f, 4);
+      const uint16_t b = static_cast<uint16_t>(bits >> 16);
+      memcpy(dst, &b, 2);
+      return;
+    }
+    case ringoFloat32: { const float f = static_cast<float>(v); memcpy(dst, &f, 4); return; }
+    case ringoFloat64: { const double d = static_cast<double>(v); memcpy(dst, &d, 8); return; }
+    default: memcpy(dst, &v, SizeOf(t)); return;  // little-endian: the low bytes wrap like a cast
+  }
+}
+
+// The raw bytes of one element, for failure messages.
+std::string Hex(const unsigned char* p, size_t size) {
+  static const char* const digits = "0123456789abcdef";
+  std::string s = "0x";
+  for (size_t b = size; b-- > 0;) s += digits[p[b] >> 4], s += digits[p[b] & 15];
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact data: element i of rank r depends on (class of i, r) only, so the reference is one fold
+// per class. Classes are a hash of i (a misplaced chunk shows) modulo 840 = lcm(1..8).
+//   sum, max, min, int avg: (7c + 3r) mod 5, minus 2 for signed types;
+//   prod: 2, then 3 (signed: -1), then 1s, by (c + r) mod 8: each at most once for N <= 8;
+//   float avg: base(c) + (N-1 on rank c mod N, else -1): the sum is N*base(c), so the average is
+//   exact however the library divides. Integer avg is the sum divided with C's truncation.
+
+constexpr uint32_t kClasses = 840;
+
+uint32_t ClassOf(size_t i) {
+  uint64_t x = (static_cast<uint64_t>(i) + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  return static_cast<uint32_t>(x % kClasses);
+}
+
+int64_t Input(ringoDataType_t t, ringoRedOp_t op, uint32_t c, int r, int n) {
+  if (op == ringoProd) {
+    const uint32_t k = (c + static_cast<uint32_t>(r)) % 8;
+    return k == 0 ? 2 : k == 1 ? (IsUnsigned(t) ? 3 : -1) : 1;
+  }
+  if (op == ringoAvg && IsFloat(t)) {
+    const int64_t base = static_cast<int64_t>(c * 3 % 5) - 2;
+    return base + (static_cast<uint32_t>(r) == c % static_cast<uint32_t>(n) ? n - 1 : -1);
+  }
+  const int64_t v = (c * 7 + static_cast<uint32_t>(r) * 3) % 5;
+  return IsUnsigned(t) ? v : v - 2;
+}
+
+class Pattern {
+ public:
+  Pattern(ringoDataType_t t, ringoRedOp_t op, int n)
+      : size_(SizeOf(t)), in_(static_cast<size_t>(n) * kClasses * size_), out_(kClasses * size_) {
+    for (uint32_t c = 0; c < kClasses; c++) {
+      int64_t acc = 0;
+      for (int r = 0; r < n; r++) {
+        const int64_t v = Input(t, op, c, r, n);
+        Encode(v, t, &in_[(static_cast<size_t>(r) * kClasses + c) * size_]);
+        if (r == 0) acc = v;
+        else if (op == ringoSum || op == ringoAvg) acc += v;
+        else if (op == ringoProd) acc *= v;
+        else if (op == ringoMax) acc = std::max(acc, v);
+        else acc = std::min(acc, v);
+      }
+      Encode(op == ringoAvg ? acc / n : acc, t, &out_[c * size_]);  // exact for floats by construction
+    }
+  }
+  const unsigned char* In(int r, size_t i) const {
+    return &in_[(static_cast<size_t>(r) * kClasses + ClassOf(i)) * size_];
+  }
+  const unsigned char* Out(size_t i) const { return &out_[ClassOf(i) * size_]; }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_;
+  std::vector<unsigned char> in_, out_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// One collective call with buffers laid out as ringo.h says, checked in full on every rank.
+
+enum Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
+const char* const kCollNames[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"};
+
+struct Case {
+  Coll coll;
+  ringoDataType_t type;
+  ringoRedOp_t op;
+  size_t count;
+  bool inplace;
+  int root;
+};
+
+std::string Label(const Case& c) {
+  std::ostringstream os;
+  os << kCollNames[c.coll] << " " << TypeName(c.type);
+  if (c.coll != kAllGather && c.coll != kBroadcast) os << " " << OpName(c.op);
+  os << " count=" << c.count << (c.inplace ? " in-place" : " out-of-place");
+  if (c.coll == kBroadcast || c.coll == kReduce) os << " root=" << c.root;
+  return os.str();
+}
+
+constexpr size_t kGuard = 64;
+constexpr unsigned char kGuardByte = 0xa5, kPoison = 0xcd;
+
+// A buffer of `bytes` poisoned bytes followed by a guard zone that must survive the call.
+struct Buf {
+  std::vector<unsigned char> mem;
+  explicit Buf(size_t bytes = 0) : mem(bytes + kGuard, kPoison) {
+    memset(mem.data() + bytes, kGuardByte, kGuard);
+  }
+  unsigned char* at(size_t byte) { return mem.data() + byte; }
+  bool GuardIntact() const {
+    return std::all_of(mem.end() - kGuard, mem.end(), [](unsigned char b) { return b == kGuardByte; });
+  }
+};
+
+struct Bufs {
+  Buf a, b;
+  unsigned char* send = nullptr;
+  unsigned char* recv = nullptr;
+};
+
+void Fill(unsigned char* p, const Pattern& pat, int r, size_t count) {
+  for (size_t j = 0; j < count; j++) memcpy(p + j * pat.size(), pat.In(r, j), pat.size());
+}
+
+// AllGather and Broadcast move data without an op: they use the sum pattern.
+Pattern PatternFor(const Case& c, int n) {
+  return Pattern(c.type, c.coll == kAllGather || c.coll == kBroadcast ? ringoSum : c.op, n);
+}
+
+void Prepare(const Case& c, const Pattern& pat, int n, int r, Bufs* b) {
+  const size_t bytes = c.count * pat.size(), all = bytes * static_cast<size_t>(n);
+  if (c.coll == kReduceScatter) {
+    b->a = Buf(all);
+    Fill(b->a.at(0), pat, r, c.count * static_cast<size_t>(n));
+    b->send = b->a.at(0);
+    if (!c.inplace) b->b = Buf(bytes);
+    b->recv = c.inplace ? b->a.at(static_cast<size_t>(r) * bytes) : b->b.at(0);
+  } else if (c.coll == kAllGather) {
+    b->b = Buf(all);
+    b->recv = b->b.at(0);
+    if (!c.inplace) b->a = Buf(bytes);
+    b->send = c.inplace ? b->b.at(static_cast<size_t>(r) * bytes) : b->a.at(0);
+    Fill(b->send, pat, r, c.count);
+  } else {
+    b->a = Buf(bytes);
+    Fill(b->a.at(0), pat, r, c.count);
+    b->send = b->a.at(0);
+    if (!c.inplace) b->b = Buf(bytes);
+    b->recv = c.inplace ? b->send : b->b.at(0);
+  }
+}
+
+ringoResult_t Call(const Case& c, const Bufs& b, ringoComm_t comm) {
+  switch (c.coll) {
+    case kAllReduce: return ringoAllReduce(b.send, b.recv, c.count, c.type, c.op, comm, nullptr);
+    case kReduceScatter: return ringoReduceScatter(b.send, b.recv, c.count, c.type, c.op, comm, nullptr);
+    case kAllGather: return ringoAllGather(b.send, b.recv, c.count, c.type, comm, nullptr);
+    case kBroadcast: return ringoBroadcast(b.send, b.recv, c.count, c.type, c.root, comm, nullptr);
+    case kReduce: return ringoReduce(b.send, b.recv, c.count, c.type, c.op, c.root, comm, nullptr);
+  }
+  return ringoInternalError;
+}
+
+// "" when the count elements at p are expect(j), else what is wrong and where first.
+template <class F>
+std::string Check(const unsigned char* p, size_t count, size_t size, const char* what, F expect) {
+  size_t wrong = 0, first = 0;
+  for (size_t j = 0; j < count; j++)
+    if (memcmp(p + j * size, expect(j), size) != 0 && wrong++ == 0) first = j;
+  if (wrong == 0) return "";
+  std::ostringstream os;
+  os << what << ": " << wrong << " of " << count << " elements wrong, first at " << first << ": expected "
+     << Hex(expect(first), size) << ", got " << Hex(p + first * size, size) << "; ";
+  return os.str();
+}
+
+std::string Verify(const Case& c, const Pattern& pat, int n, int r, Bufs& b) {
+  const size_t cnt = c.count, sz = pat.size();
+  const unsigned char poison[8] = {kPoison, kPoison, kPoison, kPoison, kPoison, kPoison, kPoison, kPoison};
+  auto own = [&](size_t j) { return pat.In(r, j); };
+  auto reduced = [&](size_t j) { return pat.Out(j); };
+  std::string err;
+  switch (c.coll) {
+    case kAllReduce: err += Check(b.recv, cnt, sz, "result", reduced); break;
+    case kReduceScatter:
+      err += Check(b.recv, cnt, sz, "result", [&](size_t j) { return pat.Out(static_cast<size_t>(r) * cnt + j); });
+      break;
+    case kAllGather:
+      err += Check(b.recv, cnt * static_cast<size_t>(n), sz, "result",
+                   [&](size_t j) { return pat.In(static_cast<int>(j / cnt), j % cnt); });
+      break;
+    case kBroadcast: err += Check(b.recv, cnt, sz, "result", [&](size_t j) { return pat.In(c.root, j); }); break;
+    case kReduce:
+      if (r == c.root) err += Check(b.recv, cnt, sz, "result on the root", reduced);
+      else if (c.inplace) err += Check(b.recv, cnt, sz, "a non-root's buffer changed", own);
+      else err += Check(b.recv, cnt, sz, "a non-root's recvbuff was written", [&](size_t) { return poison; });
+      break;
+  }
+  // sendbuff must stay as it was whenever it is not also (part of) recvbuff.
+  const size_t sent = c.coll == kReduceScatter ? cnt * static_cast<size_t>(n) : cnt;
+  if (!c.inplace) err += Check(b.send, sent, sz, "sendbuff changed", own);
+  if (!b.a.GuardIntact() || !b.b.GuardIntact()) err += "wrote past the end of a buffer; ";
+  return err;
+}
+
+// Payload bytes one rank must put on its link for c (the ring's law), or -1 where it has none
+// this test states: all-reduce with N | count sends 2(N-1)/N of the data, reduce-scatter and
+// all-gather (N-1) blocks.
+int64_t LawBytes(const Case& c, int n) {
+  const int64_t bytes = static_cast<int64_t>(c.count * SizeOf(c.type));
+  if (c.coll == kAllReduce) return c.count % static_cast<size_t>(n) == 0 ? 2 * (n - 1) * bytes / n : -1;
+  if (c.coll == kReduceScatter || c.coll == kAllGather) return (n - 1) * bytes;
+  return -1;
+}
+
+// Runs c on this rank; "" or what went wrong. *hash gets the result's hash where every rank must
+// end with the same bytes (0 elsewhere). False in *ok when the call itself failed: the ranks may be
+// out of step then, and the caller must stop.
+std::string RunCase(const Case& c, ringoComm_t comm, int n, int r, uint64_t* hash, bool* ok) {
+  const Pattern pat = PatternFor(c, n);
+  Bufs b;
+  Prepare(c, pat, n, r, &b);
+  ringoCommStats before{}, after{};
+  ringoCommGetStats(comm, &before);
+  const ringoResult_t res = Call(c, b, comm);
+  *ok = res == ringoSuccess;
+  if (!*ok) return std::string("returned ") + ResultName(res) + ": " + ringoGetLastError(comm);
+  ringoCommGetStats(comm, &after);
+  std::string err = Verify(c, pat, n, r, b);
+  const int64_t law = LawBytes(c, n);
+  const int64_t sent = static_cast<int64_t>(after.bytesSent - before.bytesSent);
+  const int64_t received = static_cast<int64_t>(after.bytesReceived - before.bytesReceived);
+  if (law >= 0 && (sent != law || received != law))
+    err += "counters grew by " + std::to_string(sent) + " sent / " + std::to_string(received) +
+           " received bytes, the ring law says " + std::to_string(law) + "; ";
+  if (after.collectives != before.collectives + 1) err += "collectives counter did not grow by one; ";
+  const size_t out = c.coll == kAllGather ? c.count * static_cast<size_t>(n) : c.count;
+  const bool same_everywhere = c.coll == kAllReduce || c.coll == kAllGather || c.coll == kBroadcast;
+  *hash = same_everywhere ? ringo_mpi_test::Hash64(b.recv, out * pat.size(), 1 + c.count) : 0;
+  return err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ring configurations: who is on which (fake) host, and which transport is forced.
+
+struct RingConfig {
+  const char* name;
+  int n;
+  const char* transport;  // RINGO_TRANSPORT for this ring, nullptr: chosen per link by host
+  std::vector<int> hosts;  // fake host of each rank (RINGO_HOSTNAME), empty: the real host
+};
+
+std::string HostName(const RingConfig& cfg, int r, const std::vector<std::string>& real) {
+  return cfg.hosts.empty() ? real[r] : "fakehost" + std::to_string(cfg.hosts[r]);
+}
+
+// Every rank's real host name, indexed by rank of comm.
+std::vector<std::string> RealHosts(MPI_Comm comm) {
+  char mine[256] = {0};
+  gethostname(mine, sizeof mine - 1);
+  const int n = CommSize(comm);
+  std::vector<char> all(static_cast<size_t>(n) * sizeof mine);
+  MPI_Allgather(mine, sizeof mine, MPI_CHAR, all.data(), sizeof mine, MPI_CHAR, comm);
+  std::vector<std::string> out;
+  for (int r = 0; r < n; r++) out.emplace_back(&all[static_cast<size_t>(r) * sizeof mine]);
+  return out;
+}
+
+// The ring ringo must build (hosts in order of their lowest rank, ranks ascending within a host).
+std::vector<int> ExpectedRing(int n, const std::vector<std::string>& host) {
+  std::vector<int> ring;
+  for (int r = 0; r < n; r++) {
+    if (std::find(host.begin(), host.begin() + r, host[r]) != host.begin() + r) continue;
+    for (int q = r; q < n; q++)
+      if (host[q] == host[r]) ring.push_back(q);
+  }
+  return ring;
+}
+
+// Whether ringo logs its INIT lines at INFO in this run (main.cc asks for it unless the user
+// chose another RINGO_DEBUG).
+bool LinkLogOn() {
+  const char* level = getenv("RINGO_DEBUG");
+  const char* subsys = getenv("RINGO_DEBUG_SUBSYS");
+  const bool info = level && (strcasecmp(level, "INFO") == 0 || strcasecmp(level, "TRACE") == 0);
+  return info && (!subsys || strcasestr(subsys, "INIT") || strcasestr(subsys, "ALL"));
+}
+
+// Checks this rank's INIT log: its ring position and the peer and transport of both links.
+void CheckLinks(const std::string& log, const RingConfig& cfg, int r, const std::vector<std::string>& host) {
+  const std::vector<int> ring = ExpectedRing(cfg.n, host);
+  const int pos = static_cast<int>(std::find(ring.begin(), ring.end(), r) - ring.begin());
+  const int prev = ring[(pos + cfg.n - 1) % cfg.n], next = ring[(pos + 1) % cfg.n];
+  auto kind = [&](int peer) { return cfg.transport ? cfg.transport : host[peer] == host[r] ? "shm" : "mpi"; };
+  const size_t at = log.find("link from rank");
+  ASSERT_NE(at, std::string::npos) << "no link line in the INIT log of rank " << r << ":\n" << log;
+  int got_prev = -1, got_next = -1, got_pos = -1;
+  char rk[16] = "", sk[16] = "";
+  ASSERT_EQ(sscanf(log.c_str() + at, "link from rank %d over %15[a-z], link to rank %d over %15[a-z]", &got_prev, rk,
+                   &got_next, sk), 4) << log;
+  EXPECT_EQ(got_prev, prev) << "previous rank in the ring of rank " << r;
+  EXPECT_EQ(got_next, next) << "next rank in the ring of rank " << r;
+  EXPECT_STREQ(rk, kind(prev)) << "transport of the link from rank " << prev << " to rank " << r;
+  EXPECT_STREQ(sk, kind(next)) << "transport of the link from rank " << r << " to rank " << next;
+  const size_t ready = log.find("ready at ring position ");
+  ASSERT_NE(ready, std::string::npos) << log;
+  ASSERT_EQ(sscanf(log.c_str() + ready, "ready at ring position %d", &got_pos), 1);
+  EXPECT_EQ(got_pos, pos) << "ring position of rank " << r;
+}
+
+// ringoCommInitMPI with the INIT log (8 ranks' worth of INFO lines) kept in *log instead of
+// stderr; lines other than INFO still reach stderr.
+ringoResult_t InitQuietly(ringoComm_t* comm, MPI_Comm mpicomm, std::string* log) {
+  ringoResult_t res;
+  {
+    ringo_mpi_test::StderrCapture capture;
+    res = ringoCommInitMPI(comm, mpicomm);
+    *log = capture.Text();
+  }
+  std::istringstream lines(*log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(" ringo INFO ") == std::string::npos) fprintf(stderr, "%s\n", line.c_str());
+  return res;
+}
+
+// Creates the ring of cfg over sub with its environment set only for the call; nullptr (and a
+// failure) unless it worked on every rank.
+ringoComm_t InitRing(MPI_Comm sub, const RingConfig& cfg) {
+  const int r = CommRank(sub);
+  const std::vector<std::string> real = RealHosts(sub);
+  std::vector<std::string> host;
+  for (int q = 0; q < cfg.n; q++) host.push_back(HostName(cfg, q, real));
+  if (cfg.transport) setenv("RINGO_TRANSPORT", cfg.transport, 1);
+  if (!cfg.hosts.empty()) setenv("RINGO_HOSTNAME", host[r].c_str(), 1);
+  ringoComm_t comm = nullptr;
+  std::string log;
+  const ringoResult_t res = InitQuietly(&comm, sub, &log);
+  unsetenv("RINGO_TRANSPORT");
+  unsetenv("RINGO_HOSTNAME");
+  EXPECT_EQ(res, ringoSuccess) << "ringoCommInitMPI on rank " << r << ": " << ResultName(res) << ": "
+                               << ringoGetLastError(nullptr) << "\n" << log;
+  int ok = res == ringoSuccess, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, sub);
+  if (!all_ok) {
+    if (comm) ringoCommDestroy(comm);
+    ADD_FAILURE() << "ringoCommInitMPI failed on some rank of the " << cfg.name << " ring";
+    return nullptr;
+  }
+  if (LinkLogOn()) CheckLinks(log, cfg, r, host);
+  return comm;
+}
+
+// Every case one ring runs, identical on every rank.
+std::vector<Case> Cases(const RingConfig& cfg) {
+  const int n = cfg.n;
+  std::vector<size_t> counts = {0, 1, static_cast<size_t>(n - 1), static_cast<size_t>(n + 1),
+                                static_cast<size_t>(n) * 517};  // the last for the counter law
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  std::vector<Case> cases;
+  int root = 0;
+  for (int coll = kAllReduce; coll <= kReduce; coll++) {
+    const bool has_op = coll != kAllGather && coll != kBroadcast;
+    for (ringoDataType_t t : kTypes)
+      for (int o = 0; o < (has_op ? RINGO_NUM_OPS : 1); o++)
+        for (size_t count : counts)
+          for (int inplace = 0; inplace < 2; inplace++) {
+            const bool rooted = coll == kBroadcast || coll == kReduce;
+            cases.push_back({static_cast<Coll>(coll), t, kOps[o], count, inplace != 0, rooted ? root++ % n : 0});
+          }
+  }
+  // A few large cases: many slices per chunk, so the slot FIFOs wrap many times.
+  const size_t big = 1000003;
+  cases.push_back({kAllReduce, ringoFloat32, ringoSum, big, false, 0});
+  cases.push_back({kAllReduce, ringoBfloat16, ringoAvg, big, true, 0});
+  cases.push_back({kReduceScatter, ringoInt8, ringoMax, big, false, 0});
+  cases.push_back({kAllGather, ringoUint8, ringoSum, big, true, 0});
+  cases.push_back({kBroadcast, ringoFloat64, ringoSum, big, false, n - 1});
+  cases.push_back({kReduce, ringoInt32, ringoProd, big, true, n / 2});
+  return cases;
+}
+
+constexpr int kMaxReported = 10;
+
+// Runs every case of cfg on this rank of sub's ring, then compares result hashes across ranks.
+void RunRing(MPI_Comm sub, const RingConfig& cfg) {
+  const int r = CommRank(sub);
+  ringoComm_t comm = InitRing(sub, cfg);
+  if (!comm) return;
+  int count = -1, rank = -1;
+  EXPECT_EQ(ringoCommCount(comm, &count), ringoSuccess);
+  EXPECT_EQ(ringoCommUserRank(comm, &rank), ringoSuccess);
+  EXPECT_EQ(count, cfg.n);
+  EXPECT_EQ(rank, r);
+  const std::vector<Case> cases = Cases(cfg);
+  std::vector<uint64_t> hashes(cases.size(), 0);
+  int reported = 0;
+  for (size_t i = 0; i < cases.size(); i++) {
+    bool ok = true;
+    const std::string err = RunCase(cases[i], comm, cfg.n, r, &hashes[i], &ok);
+    if (!err.empty() && (!ok || ++reported <= kMaxReported))
+      ADD_FAILURE() << cfg.name << " ring, rank " << r << ": " << Label(cases[i]) << ": " << err;
+    if (!ok) break;  // the ranks may be out of step: the others end in ringoTimeout
+  }
+  // Bit-identical results: the smallest and largest hash of each case must agree.
+  std::vector<uint64_t> lo(hashes.size()), hi(hashes.size());
+  MPI_Allreduce(hashes.data(), lo.data(), static_cast<int>(hashes.size()), MPI_UINT64_T, MPI_MIN, sub);
+  MPI_Allreduce(hashes.data(), hi.data(), static_cast<int>(hashes.size()), MPI_UINT64_T, MPI_MAX, sub);
+  int differ = 0;
+  for (size_t i = 0; i < hashes.size() && r == 0; i++)
+    if (lo[i] != hi[i] && ++differ <= kMaxReported)
+      ADD_FAILURE() << cfg.name << " ring: " << Label(cases[i]) << ": results differ between ranks";
+  EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+}
+
+// GoogleTest names a failing parameter with this instead of the struct's bytes.
+void PrintTo(const RingConfig& cfg, std::ostream* os) { *os << cfg.name; }
+
+class MpiRingTest : public testing::TestWithParam<RingConfig> {};
+
+TEST_P(MpiRingTest, EveryCollectiveTypeAndOpIsExact) {
+  const RingConfig& cfg = GetParam();
+  if (cfg.n > CommSize(MPI_COMM_WORLD)) GTEST_SKIP() << "needs " << cfg.n << " ranks: run with mpirun -np 8";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, cfg.n, [](int r) { return r; },
+                               [&](MPI_Comm sub) { RunRing(sub, cfg); });
+}
+
+// (a) every link over MPI; (b) fake hosts given to ranks out of order, so the ring is reordered
+// and mixes shm and MPI links; (c) one real host, every link shm, under mpirun.
+const RingConfig kRings[] = {
+    {"mpi2", 2, "mpi", {}},
+    {"mpi3", 3, "mpi", {}},
+    {"mpi4", 4, "mpi", {}},
+    {"mpi8", 8, "mpi", {}},
+    {"hosts2x2", 4, nullptr, {0, 1, 0, 1}},
+    {"hosts1_2_3", 6, nullptr, {2, 1, 2, 0, 1, 2}},
+    {"hosts4x2", 8, nullptr, {0, 1, 0, 1, 0, 1, 0, 1}},
+    {"shm2", 2, nullptr, {}},
+    {"shm3", 3, nullptr, {}},
+    {"shm4", 4, nullptr, {}},
+    {"shm8", 8, nullptr, {}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Rings, MpiRingTest, testing::ValuesIn(kRings),
+                         [](const testing::TestParamInfo<RingConfig>& info) { return std::string(info.param.name); });
+
+// ---------------------------------------------------------------------------------------------
+
+// ringoCommInitMPI on a sub-communicator whose ranks are numbered backwards from MPI_COMM_WORLD's:
+// each process is the ringo rank of its sub-communicator rank, as a broadcast from root 0 shows.
+TEST(MpiRing, InitOnSplitCommunicatorUsesItsRanks) {
+  for (int n : {2, 3, 4, 8}) {
+    if (n > CommSize(MPI_COMM_WORLD)) continue;  // mpirun -np 8 runs them all
+    ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, n, [n](int r) { return n - 1 - r; }, [&](MPI_Comm sub) {
+      const int world = CommRank(MPI_COMM_WORLD), r = CommRank(sub);
+      ASSERT_EQ(r, n - 1 - world);
+      ringoComm_t comm = nullptr;
+      std::string log;
+      ASSERT_EQ(InitQuietly(&comm, sub, &log), ringoSuccess) << ringoGetLastError(nullptr);
+      int count = -1, rank = -1, dev = 0;
+      EXPECT_EQ(ringoCommCount(comm, &count), ringoSuccess);
+      EXPECT_EQ(ringoCommUserRank(comm, &rank), ringoSuccess);
+      EXPECT_EQ(ringoCommCuDevice(comm, &dev), ringoSuccess);
+      EXPECT_EQ(count, n);
+      EXPECT_EQ(rank, r) << "world rank " << world;
+      EXPECT_EQ(dev, -1);
+      int64_t mine = world, root_world = -1;
+      EXPECT_EQ(ringoBroadcast(&mine, &root_world, 1, ringoInt64, 0, comm, nullptr), ringoSuccess)
+          << ringoGetLastError(comm);
+      EXPECT_EQ(root_world, n - 1) << "root 0 of the sub-communicator is world rank " << n - 1;
+      std::vector<int32_t> gathered(static_cast<size_t>(n), -1);
+      const int32_t w = world;
+      EXPECT_EQ(ringoAllGather(&w, gathered.data(), 1, ringoInt32, comm, nullptr), ringoSuccess)
+          << ringoGetLastError(comm);
+      for (int q = 0; q < n; q++) EXPECT_EQ(gathered[q], n - 1 - q) << "block of ringo rank " << q;
+      EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    });
+  }
+}
+
+// The user's own MPI messages on the communicator ringo was made from, pending across ringo
+// collectives: a receive posted for ringo's own tag and a wildcard receive must get only the
+// user's messages, and the collectives must still be right.
+void UserTrafficAcrossCollectives(MPI_Comm sub, const RingConfig& cfg) {
+  ringoComm_t comm = InitRing(sub, cfg);
+  if (!comm) return;
+  const int n = cfg.n, r = CommRank(sub), prev = (r + n - 1) % n, next = (r + 1) % n;
+  constexpr int kLen = 4096, kTag = 0x52, kLateTag = 7;
+  std::vector<int32_t> out(kLen), in(kLen, -1), late_out(kLen), late_in(kLen, -1);
+  for (int i = 0; i < kLen; i++) out[i] = r * 100000 + i, late_out[i] = -(r * 100000 + i);
+  MPI_Request reqs[3];
+  // Posted in this order, the tagged receive matches the early message before the wildcard can.
+  MPI_Irecv(in.data(), kLen, MPI_INT32_T, prev, kTag, sub, &reqs[0]);
+  MPI_Irecv(late_in.data(), kLen, MPI_INT32_T, MPI_ANY_SOURCE, MPI_ANY_TAG, sub, &reqs[1]);
+  MPI_Isend(out.data(), kLen, MPI_INT32_T, next, kTag, sub, &reqs[2]);
+  for (size_t count : {size_t{1000}, size_t{300001}}) {
+    const Case c{kAllReduce, ringoInt32, ringoSum, count, false, 0};
+    uint64_t hash = 0;
+    bool ok = true;
+    const std::string err = RunCase(c, comm, n, r, &hash, &ok);
+    EXPECT_EQ(err, "") << cfg.name << " ring, rank " << r << ": " << Label(c);
+  }
+  MPI_Request late;
+  MPI_Isend(late_out.data(), kLen, MPI_INT32_T, next, kLateTag, sub, &late);
+  MPI_Status wild;
+  ringo_mpi_test::SleepyWait(&reqs[0]);
+  ringo_mpi_test::SleepyWait(&reqs[1], &wild);
+  ringo_mpi_test::SleepyWait(&reqs[2]);
+  ringo_mpi_test::SleepyWait(&late);
+  EXPECT_EQ(wild.MPI_SOURCE, prev) << "the wildcard receive of rank " << r << " matched a message of another rank";
+  EXPECT_EQ(wild.MPI_TAG, kLateTag) << "the wildcard receive of rank " << r << " matched a message it was not sent";
+  int early_wrong = 0, late_wrong = 0;
+  for (int i = 0; i < kLen; i++) {
+    early_wrong += in[i] != prev * 100000 + i;
+    late_wrong += late_in[i] != -(prev * 100000 + i);
+  }
+  EXPECT_EQ(early_wrong, 0) << "elements of the user message on ringo's tag, rank " << r;
+  EXPECT_EQ(late_wrong, 0) << "elements of the user message to the wildcard receive, rank " << r;
+  EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+}
+
+TEST(MpiRing, UserMpiTrafficOnTheSameCommunicatorDoesNotCollide) {
+  const RingConfig rings[] = {{"mpi8", 8, "mpi", {}},
+                              {"hosts1_2_3", 6, nullptr, {2, 1, 2, 0, 1, 2}}};
+  if (CommSize(MPI_COMM_WORLD) < 8) GTEST_SKIP() << "needs 8 ranks: run with mpirun -np 8";
+  for (const RingConfig& cfg : rings)
+    ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, cfg.n, [](int r) { return r; },
+                                 [&](MPI_Comm sub) { UserTrafficAcrossCollectives(sub, cfg); });
+}
+
+}  // namespace
