@@ -6,6 +6,7 @@
 
 #include "comm.h"
 #include "reduce.h"
+#include "trace.h"
 
 /* Where chunk c of a collective lives: its element offset in sendbuff and in recvbuff, and its
  * length. All-reduce cuts the buffer into N chunks; reduce-scatter and all-gather have one block
@@ -85,6 +86,20 @@ static void run_single(const struct ringo_op* op) {
   if (op->recvbuff) ringo_copy2(op->recvbuff, NULL, op->sendbuff, bytes);
 }
 
+static void trace_slice(const struct ringo_op* op, int t, const struct ringo_step* st, size_t round, size_t bytes,
+                        double t0) {
+  const ringoComm_t comm = op->comm;
+  const int receives = st->prim != RINGO_PRIM_SEND && st->prim != RINGO_PRIM_COPY_SEND;
+  const int sends = st->prim != RINGO_PRIM_RECV && st->prim != RINGO_PRIM_RECV_REDUCE_COPY;
+  const struct ringo_trace_event ev = {
+      .coll = op->coll, .prim = st->prim, .seq = atomic_load_explicit(&comm->collectives, memory_order_relaxed),
+      .step = t, .chunk = st->chunk,
+      .recv_peer = receives ? comm->ring[ringo_mod(comm->pos - 1, comm->nranks)] : -1,
+      .send_peer = sends ? comm->ring[ringo_mod(comm->pos + 1, comm->nranks)] : -1,
+      .round = round, .bytes = bytes, .t0 = t0, .t1 = ringo_now()};
+  ringo_trace_record(comm->trace, &ev);
+}
+
 /* Round j moves slice j of every chunk through every step, so one step never waits for more
  * than one slice and the FIFO (>= 4 slots) lets a rank run ahead of its neighbours. */
 static ringoResult_t run_ring(const struct ringo_op* op) {
@@ -105,8 +120,10 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
       size_t off, n;
       ringo_slice_range(g.len, slice, j, &off, &n);
       if (n == 0) continue; /* both ends of the link skip the same empty slice */
+      const double t0 = comm->trace ? ringo_now() : 0;
       RINGO_CHECK(run_prim(op, steps[t].prim, in ? in + (g.in_off + off) * esize : NULL,
                            out ? out + (g.out_off + off) * esize : NULL, n));
+      if (comm->trace) trace_slice(op, t, &steps[t], j, n * esize, t0);
     }
   }
   return ringoSuccess;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
+#include "trace.h"
 
 /* What each rank tells the others about itself during init. */
 struct rank_info {
@@ -127,6 +128,8 @@ static ringoResult_t connect_links(ringoComm_t comm, const struct ringo_rendezvo
 
 static void comm_free(ringoComm_t comm) {
   if (!comm) return;
+  if (comm->trace && ringo_trace_close(comm->trace) != ringoSuccess)
+    RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
   if (comm->send_link) comm->send_tp->close(comm->send_link);
   if (comm->recv_link) comm->recv_tp->close(comm->recv_link);
   if (comm->tctx_free) comm->tctx_free(comm->tctx);
@@ -171,6 +174,8 @@ ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const st
   ringo_env_read(&comm->env);
   comm->slot_bytes = comm->env.slice_bytes;
   ringoResult_t res = comm_setup(comm, rv);
+  if (res == ringoSuccess && comm->env.trace_path[0])
+    res = ringo_trace_open(&comm->trace, comm->env.trace_path, rank, nranks);
   if (res != ringoSuccess) {
     comm_free(comm);
     return res;

@@ -29,6 +29,7 @@ struct ringoComm {
   atomic_int inflight;          /* collectives running now (Abort waits for them to leave) */
   _Atomic ringoResult_t error;  /* sticky: a collective failed mid-flight, the ring is unusable */
   _Atomic uint64_t bytes_sent, bytes_received, collectives;
+  struct ringo_trace* trace;    /* RINGO_TRACE recorder, or NULL */
   char last_error[RINGO_ERROR_BYTES];
 };
 

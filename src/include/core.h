@@ -68,6 +68,7 @@ struct ringo_env {
   char hostname[256];      /* RINGO_HOSTNAME: host identity override (default gethostname) */
   char socket_ifname[64];  /* RINGO_SOCKET_IFNAME: interface the bootstrap root binds to */
   char comm_id[256];       /* RINGO_COMM_ID: host:port the bootstrap root binds to */
+  char trace_path[256];    /* RINGO_TRACE: Chrome-trace JSON file of every ring step ("": off) */
   char transport[16];      /* RINGO_TRANSPORT: shm|mpi forces every link's transport ("": per link) */
 };
 /* Reads the environment now (cheap; called at every communicator init so tests may change it). */

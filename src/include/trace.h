@@ -1,0 +1,34 @@
+/* trace.h — RINGO_TRACE=file.json: every slice of every ring step a rank runs, kept in memory and
+ * appended to one Chrome-trace JSON file (one track per rank) when the communicator is destroyed.
+ * Implemented in src/trace.c; tested by test/test_trace.cc; drawn by ringo-trace --timeline. */
+#ifndef RINGO_TRACE_H_
+#define RINGO_TRACE_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringo.h"
+#include "schedule.h"
+
+struct ringo_trace;
+
+/* One event: rank ran step `step` (of the schedule of `coll`) on slice `round` of `chunk`,
+ * receiving from recv_peer and/or sending to send_peer (-1: none), bytes of payload, from t0 to t1
+ * (ringo_now() seconds). seq numbers the communicator's collectives from 0. */
+struct ringo_trace_event {
+  enum ringo_coll coll;
+  enum ringo_prim prim;
+  uint64_t seq;
+  int step, chunk, recv_peer, send_peer;
+  size_t round, bytes;
+  double t0, t1;
+};
+
+/* Starts recording for this rank; path is where ringo_trace_close appends the events. */
+ringoResult_t ringo_trace_open(struct ringo_trace** out, const char* path, int rank, int nranks);
+/* Keeps one event in memory (no I/O on the hot path). */
+void ringo_trace_record(struct ringo_trace* t, const struct ringo_trace_event* ev);
+/* Appends every kept event to the file (locked, so ranks of several processes share it) and frees t. */
+ringoResult_t ringo_trace_close(struct ringo_trace* t);
+
+#endif /* RINGO_TRACE_H_ */
