@@ -35,6 +35,28 @@ static struct chunk_geom chunk_at(const struct ringo_op* op, int c) {
   return g;
 }
 
+/* Link helpers: every byte that crosses a link is counted here, once. */
+static ringoResult_t conn_recv(const ringoComm_t comm, struct ringo_conn* c, size_t bytes, const void** slot) {
+  size_t got = 0;
+  RINGO_CHECK(c->tp->recv_acquire(c->link, slot, &got));
+  if (got != bytes)
+    return ringo_fail(ringoInvalidUsage, "rank %d received a %zu-byte slice where %zu were due: the ranks "
+                      "called different collectives, counts or types", comm->rank, got, bytes);
+  return ringoSuccess;
+}
+
+static ringoResult_t conn_release(const ringoComm_t comm, struct ringo_conn* c, size_t bytes) {
+  RINGO_CHECK(c->tp->recv_release(c->link));
+  atomic_fetch_add_explicit(&comm->bytes_received, bytes, memory_order_relaxed);
+  return ringoSuccess;
+}
+
+static ringoResult_t conn_post(const ringoComm_t comm, struct ringo_conn* c, size_t bytes) {
+  RINGO_CHECK(c->tp->send_post(c->link, bytes));
+  atomic_fetch_add_explicit(&comm->bytes_sent, bytes, memory_order_relaxed);
+  return ringoSuccess;
+}
+
 /* One slice of one step: receive (maybe), combine with the local input, write the output
  * (maybe), and pass the result to the next rank (maybe) — in one pass over the bytes. */
 static ringoResult_t run_prim(const struct ringo_op* op, enum ringo_prim prim, const char* in, char* out,
@@ -46,14 +68,8 @@ static ringoResult_t run_prim(const struct ringo_op* op, enum ringo_prim prim, c
   const ringoRedOp_t partial = op->op == ringoAvg ? ringoSum : op->op;
   const void* rslot = NULL;
   void* sslot = NULL;
-  size_t rbytes = 0;
-  if (receives) {
-    RINGO_CHECK(comm->recv_tp->recv_acquire(comm->recv_link, &rslot, &rbytes));
-    if (rbytes != bytes)
-      return ringo_fail(ringoInvalidUsage, "rank %d received a %zu-byte slice where %zu were due: the ranks "
-                        "called different collectives, counts or types", comm->rank, rbytes, bytes);
-  }
-  if (sends) RINGO_CHECK(comm->send_tp->send_acquire(comm->send_link, &sslot));
+  if (receives) RINGO_CHECK(conn_recv(comm, &comm->recv, bytes, &rslot));
+  if (sends) RINGO_CHECK(comm->send.tp->send_acquire(comm->send.link, &sslot));
   switch (prim) {
     case RINGO_PRIM_SEND: ringo_copy2(sslot, NULL, in, bytes); break;
     case RINGO_PRIM_COPY_SEND: ringo_copy2(sslot, out, in, bytes); break;
@@ -69,13 +85,48 @@ static ringoResult_t run_prim(const struct ringo_op* op, enum ringo_prim prim, c
       RINGO_CHECK(ringo_reduce(out, NULL, rslot, in, n, op->type, op->op, comm->nranks));
       break;
   }
-  if (sends) {
-    RINGO_CHECK(comm->send_tp->send_post(comm->send_link, bytes));
-    atomic_fetch_add_explicit(&comm->bytes_sent, bytes, memory_order_relaxed);
+  if (sends) RINGO_CHECK(conn_post(comm, &comm->send, bytes));
+  if (receives) RINGO_CHECK(conn_release(comm, &comm->recv, bytes));
+  return ringoSuccess;
+}
+
+/* RINGO_ALGO=naive, the baseline the seed compares the ring with: every rank sends its whole
+ * buffer to rank 0, which reduces and sends the result back to each — rank 0 moves (N-1)·D each
+ * way, against the ring's 2(N-1)/N·D. Slice by slice, so it is pipelined as far as it can be. */
+static ringoResult_t naive_slice(const struct ringo_op* op, const char* in, char* out, size_t n) {
+  const ringoComm_t comm = op->comm;
+  const size_t bytes = n * ringo_type_size(op->type);
+  const void* rslot;
+  void* sslot;
+  if (comm->rank != 0) {
+    RINGO_CHECK(comm->star_to[0].tp->send_acquire(comm->star_to[0].link, &sslot));
+    ringo_copy2(sslot, NULL, in, bytes);
+    RINGO_CHECK(conn_post(comm, &comm->star_to[0], bytes));
+    RINGO_CHECK(conn_recv(comm, &comm->star_from[0], bytes, &rslot));
+    ringo_copy2(out, NULL, rslot, bytes);
+    return conn_release(comm, &comm->star_from[0], bytes);
   }
-  if (receives) {
-    RINGO_CHECK(comm->recv_tp->recv_release(comm->recv_link));
-    atomic_fetch_add_explicit(&comm->bytes_received, bytes, memory_order_relaxed);
+  for (int r = 1; r < comm->nranks; r++) { /* fixed order: the same bits every run */
+    const int last = r == comm->nranks - 1;
+    RINGO_CHECK(conn_recv(comm, &comm->star_from[r], bytes, &rslot));
+    RINGO_CHECK(ringo_reduce(out, NULL, rslot, r == 1 ? in : out, n, op->type,
+                             last || op->op != ringoAvg ? op->op : ringoSum, comm->nranks));
+    RINGO_CHECK(conn_release(comm, &comm->star_from[r], bytes));
+  }
+  for (int r = 1; r < comm->nranks; r++) {
+    RINGO_CHECK(comm->star_to[r].tp->send_acquire(comm->star_to[r].link, &sslot));
+    ringo_copy2(sslot, NULL, out, bytes);
+    RINGO_CHECK(conn_post(comm, &comm->star_to[r], bytes));
+  }
+  return ringoSuccess;
+}
+
+static ringoResult_t run_naive(const struct ringo_op* op) {
+  const size_t esize = ringo_type_size(op->type), slice = op->comm->slot_bytes / esize;
+  for (size_t j = 0; j < ringo_num_rounds(op->count, slice); j++) {
+    size_t off, n;
+    ringo_slice_range(op->count, slice, j, &off, &n);
+    RINGO_CHECK(naive_slice(op, (const char*)op->sendbuff + off * esize, (char*)op->recvbuff + off * esize, n));
   }
   return ringoSuccess;
 }
@@ -137,6 +188,7 @@ ringoResult_t ringo_coll_run(const struct ringo_op* op) {
                       "destroy it and create a new one", comm->rank, ringoGetErrorString(res), comm->last_error);
   atomic_fetch_add(&comm->inflight, 1);
   if (comm->nranks == 1) run_single(op);
+  else if (comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) res = run_naive(op);
   else res = run_ring(op);
   if (res == ringoSuccess) atomic_fetch_add_explicit(&comm->collectives, 1, memory_order_relaxed);
   else atomic_store(&comm->error, res); /* the FIFOs are out of step now: no further collective */

@@ -98,40 +98,98 @@ static int choose_spin(const ringoComm_t comm, const struct rank_info* info) {
   return local > cpus ? 0 : 2000;
 }
 
-/* Both links of this rank: the receiver end of each link allocates, the sender attaches. */
-static ringoResult_t connect_links(ringoComm_t comm, const struct ringo_rendezvous* rv, const struct rank_info* info) {
-  const int next = comm->ring[(comm->pos + 1) % comm->nranks];
-  const int prev = comm->ring[(comm->pos + comm->nranks - 1) % comm->nranks];
+/* One directed link this rank is an end of: data flows from rank `from` to rank `to`. The
+ * receiver allocates it and publishes its description in slot `slot` of its allgather block. */
+struct link_plan {
+  int from, to, slot;
+  struct ringo_conn* conn;
+};
+
+/* Sets up every planned link: receivers allocate, one allgather spreads the descriptions
+ * (slots_per_rank of them per rank), senders attach, and after a barrier names can go (nothing
+ * is left in /dev/shm once the communicator exists). */
+static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvous* rv, const struct rank_info* info,
+                                   const struct link_plan* plans, int nplans, int slots_per_rank) {
+  const size_t block = (size_t)slots_per_rank * RINGO_LINK_INFO_BYTES;
+  char* mine = calloc(1, block);
+  char* all = calloc((size_t)comm->nranks, block);
+  ringoResult_t res = mine && all ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for link info");
   struct ringo_link_params p = {.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
                                 .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
-                                .spin = choose_spin(comm, info), .self_rank = comm->rank, .peer_rank = prev,
-                                .ctx = comm->tctx};
-  RINGO_CHECK(pick_transport(comm, &info[comm->rank], &info[prev], &comm->recv_tp));
-  RINGO_CHECK(pick_transport(comm, &info[comm->rank], &info[next], &comm->send_tp));
-  RINGO_INFO(RINGO_LOG_INIT, "rank %d: link from rank %d over %s, link to rank %d over %s", comm->rank, prev,
-             comm->recv_tp->name, next, comm->send_tp->name);
-  char* all = calloc((size_t)comm->nranks, RINGO_LINK_INFO_BYTES);
-  char mine[RINGO_LINK_INFO_BYTES] = {0};
-  ringoResult_t res = all ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for link info");
-  if (res == ringoSuccess) res = comm->recv_tp->recv_setup(&p, &comm->recv_link, mine);
-  if (res == ringoSuccess) res = rv->allgather(rv->ctx, mine, sizeof mine, all);
-  p.peer_rank = next;
-  if (res == ringoSuccess)
-    res = comm->send_tp->send_connect(&p, all + (size_t)next * RINGO_LINK_INFO_BYTES, &comm->send_link);
-  /* Every sender has attached once this barrier passes: names can go (nothing left in /dev/shm). */
+                                .spin = choose_spin(comm, info), .self_rank = comm->rank, .ctx = comm->tctx};
+  for (int i = 0; res == ringoSuccess && i < nplans; i++) {
+    const struct link_plan* l = &plans[i];
+    const int peer = l->to == comm->rank ? l->from : l->to;
+    res = pick_transport(comm, &info[comm->rank], &info[peer], &l->conn->tp);
+    p.peer_rank = peer;
+    if (res == ringoSuccess && l->to == comm->rank)
+      res = l->conn->tp->recv_setup(&p, &l->conn->link, mine + (size_t)l->slot * RINGO_LINK_INFO_BYTES);
+  }
+  if (res == ringoSuccess) res = rv->allgather(rv->ctx, mine, block, all);
+  for (int i = 0; res == ringoSuccess && i < nplans; i++) {
+    const struct link_plan* l = &plans[i];
+    p.peer_rank = l->to;
+    if (l->from == comm->rank)
+      res = l->conn->tp->send_connect(&p, all + (size_t)l->to * block + (size_t)l->slot * RINGO_LINK_INFO_BYTES,
+                                      &l->conn->link);
+  }
   if (res == ringoSuccess) res = rv->barrier(rv->ctx);
-  if (res == ringoSuccess) res = comm->recv_tp->setup_done(comm->recv_link);
-  if (res == ringoSuccess) res = comm->send_tp->setup_done(comm->send_link);
+  for (int i = 0; res == ringoSuccess && i < nplans; i++) res = plans[i].conn->tp->setup_done(plans[i].conn->link);
+  free(mine);
   free(all);
   return res;
+}
+
+/* The ring: a link from the previous position and one to the next. */
+static ringoResult_t connect_ring(ringoComm_t comm, const struct ringo_rendezvous* rv, const struct rank_info* info) {
+  const int next = comm->ring[(comm->pos + 1) % comm->nranks];
+  const int prev = comm->ring[(comm->pos + comm->nranks - 1) % comm->nranks];
+  const struct link_plan plans[2] = {{prev, comm->rank, 0, &comm->recv}, {comm->rank, next, 0, &comm->send}};
+  RINGO_CHECK(connect_plans(comm, rv, info, plans, 2, 1));
+  RINGO_INFO(RINGO_LOG_INIT, "rank %d: link from rank %d over %s, link to rank %d over %s", comm->rank, prev,
+             comm->recv.tp->name, next, comm->send.tp->name);
+  return ringoSuccess;
+}
+
+/* RINGO_ALGO=naive: the star a gather-to-root-and-broadcast baseline needs, rank 0 in the middle.
+ * Rank 0 publishes the link from rank r in its slot r; rank r publishes the link from 0 in slot 0. */
+static ringoResult_t connect_star(ringoComm_t comm, const struct ringo_rendezvous* rv, const struct rank_info* info) {
+  const int n = comm->nranks, me = comm->rank;
+  if ((size_t)n * RINGO_LINK_INFO_BYTES > RINGO_BOOTSTRAP_MAX_BYTES)
+    return ringo_fail(ringoInvalidUsage, "RINGO_ALGO=naive supports at most %d ranks",
+                      (int)(RINGO_BOOTSTRAP_MAX_BYTES / RINGO_LINK_INFO_BYTES));
+  comm->star_to = calloc((size_t)n, sizeof *comm->star_to);
+  comm->star_from = calloc((size_t)n, sizeof *comm->star_from);
+  struct link_plan* plans = calloc(2 * (size_t)n, sizeof *plans);
+  ringoResult_t res = ringoSuccess;
+  if (!comm->star_to || !comm->star_from || !plans) res = ringo_fail(ringoSystemError, "out of memory for the star");
+  int np = 0;
+  for (int r = 1; res == ringoSuccess && r < n; r++) {
+    if (me != 0 && me != r) continue;
+    const int peer = me == 0 ? r : 0;
+    plans[np++] = (struct link_plan){r, 0, r, me == 0 ? &comm->star_from[peer] : &comm->star_to[peer]};
+    plans[np++] = (struct link_plan){0, r, 0, me == 0 ? &comm->star_to[peer] : &comm->star_from[peer]};
+  }
+  if (res == ringoSuccess) res = connect_plans(comm, rv, info, plans, np, n);
+  free(plans);
+  return res;
+}
+
+static void conn_close(struct ringo_conn* c) {
+  if (c->link) c->tp->close(c->link);
+  c->link = NULL;
 }
 
 static void comm_free(ringoComm_t comm) {
   if (!comm) return;
   if (comm->trace && ringo_trace_close(comm->trace) != ringoSuccess)
     RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
-  if (comm->send_link) comm->send_tp->close(comm->send_link);
-  if (comm->recv_link) comm->recv_tp->close(comm->recv_link);
+  conn_close(&comm->send);
+  conn_close(&comm->recv);
+  for (int r = 0; comm->star_to && r < comm->nranks; r++) conn_close(&comm->star_to[r]);
+  for (int r = 0; comm->star_from && r < comm->nranks; r++) conn_close(&comm->star_from[r]);
+  free(comm->star_to);
+  free(comm->star_from);
   if (comm->tctx_free) comm->tctx_free(comm->tctx);
   free(comm->ring);
   free(comm->pos_of);
@@ -152,7 +210,8 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   RINGO_CHECK_GOTO(rv->allgather(rv->ctx, &mine, sizeof mine, info), res, out);
   for (int r = 0; r < comm->nranks; r++) info[r].host[sizeof info[r].host - 1] = '\0';
   order_ring(comm, info);
-  if (comm->nranks > 1) RINGO_CHECK_GOTO(connect_links(comm, rv, info), res, out);
+  if (comm->nranks > 1) RINGO_CHECK_GOTO(connect_ring(comm, rv, info), res, out);
+  if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK_GOTO(connect_star(comm, rv, info), res, out);
   log_ring(comm, info);
 out:
   free(info);
@@ -173,7 +232,11 @@ ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const st
   comm->tctx_free = tctx_free;
   ringo_env_read(&comm->env);
   comm->slot_bytes = comm->env.slice_bytes;
-  ringoResult_t res = comm_setup(comm, rv);
+  comm->algo_naive = strcmp(comm->env.algo, "naive") == 0;
+  ringoResult_t res = strcmp(comm->env.algo, "ring") == 0 || comm->algo_naive
+                          ? ringoSuccess
+                          : ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected ring or naive", comm->env.algo);
+  if (res == ringoSuccess) res = comm_setup(comm, rv);
   if (res == ringoSuccess && comm->env.trace_path[0])
     res = ringo_trace_open(&comm->trace, comm->env.trace_path, rank, nranks);
   if (res != ringoSuccess) {

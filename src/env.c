@@ -52,9 +52,11 @@ void ringo_env_read(struct ringo_env* env) {
   env_string("RINGO_COMM_ID", env->comm_id, sizeof env->comm_id);
   env_string("RINGO_TRANSPORT", env->transport, sizeof env->transport);
   env_string("RINGO_TRACE", env->trace_path, sizeof env->trace_path);
+  env_string("RINGO_ALGO", env->algo, sizeof env->algo);
+  if (!env->algo[0]) snprintf(env->algo, sizeof env->algo, "ring");
   RINGO_INFO(RINGO_LOG_ENV,
              "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%zu RINGO_NSLOTS=%d RINGO_SPIN=%d "
-             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s",
+             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s",
              env->timeout_s, env->slice_bytes, env->nslots, env->spin, env->hostname,
-             env->socket_ifname, env->comm_id, env->transport, env->trace_path);
+             env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo);
 }

@@ -12,6 +12,12 @@
 
 #define RINGO_ERROR_BYTES 1024
 
+/* One end of one link: its transport and the transport's state. */
+struct ringo_conn {
+  const struct ringo_transport* tp;
+  struct ringo_link* link;
+};
+
 struct ringoComm {
   int nranks, rank;
   int pos;                      /* this rank's position in the ring */
@@ -20,9 +26,11 @@ struct ringoComm {
   int cuda_dev;                 /* -1: host communicator */
   struct ringo_env env;
   size_t slot_bytes;
-  /* The two links of this rank: to the next position (sends) and from the previous (receives). */
-  const struct ringo_transport *send_tp, *recv_tp;
-  struct ringo_link *send_link, *recv_link;
+  /* The two ring links of this rank: to the next position (sends) and from the previous (receives). */
+  struct ringo_conn send, recv;
+  /* RINGO_ALGO=naive only: links between rank 0 and every other rank, indexed by peer rank. */
+  struct ringo_conn *star_to, *star_from;
+  int algo_naive;
   void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */
   void (*tctx_free)(void*);
   atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
