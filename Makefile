@@ -29,7 +29,7 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.cc)
 TEST_SUPPORT ?= $(filter-out $(TEST_SRC),$(wildcard test/*.cc))
 TEST_BIN  := $(TEST_SRC:test/%.cc=$(BUILD)/test/%)
-# MPI suites (test/mpi/) are built with MPI and run under mpirun by scripts/run_tests.sh.
+# MPI suites (test/mpi/) are built with MPI and run under mpirun by .ci/run_tests.sh.
 MPI_TEST_SRC := $(if $(MPICC),$(wildcard test/mpi/test_*.cc))
 MPI_TEST_BIN := $(MPI_TEST_SRC:test/mpi/%.cc=$(BUILD)/test/mpi/%)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -74,7 +74,7 @@ $(BUILD)/test/mpi/%: test/mpi/%.cc test/mpi/main.cc $(wildcard test/mpi/*.h) $(B
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< test/mpi/main.cc -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
 
 deps:
-	@scripts/deps.sh
+	@.ci/deps.sh
 
 # The main job: 4 local ranks, float32 sum all-reduce, 1 KiB .. 64 MiB.
 bench: deps
@@ -84,7 +84,7 @@ bench: deps
 # Every test binary, then one closing line "N passed, M failed[, K skipped]".
 test: deps
 	@$(MAKE) --no-print-directory all tests
-	@scripts/run_tests.sh $(TEST_BIN) $(MPI_TEST_BIN)
+	@.ci/run_tests.sh $(TEST_BIN) $(MPI_TEST_BIN)
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
@@ -93,7 +93,7 @@ install: lib
 	install -m 755 $(BUILD)/lib/libringo.so $(DESTDIR)$(PREFIX)/lib/libringo.so.0
 	ln -sf libringo.so.0 $(DESTDIR)$(PREFIX)/lib/libringo.so
 	install -m 644 $(BUILD)/lib/libringo.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@MPI_LIBS@|$(MPI_LIBS)|' scripts/ringo.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringo.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@MPI_LIBS@|$(MPI_LIBS)|' src/ringo.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringo.pc
 
 clean:
 	rm -rf build build-*
