@@ -35,7 +35,7 @@ MPI_TEST_BIN := $(MPI_TEST_SRC:test/mpi/%.cc=$(BUILD)/test/mpi/%)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bin/%)
 
-.PHONY: all lib tests tools test bench install detect clean deps
+.PHONY: all lib tests tools test bench install detect clean deps plot
 all: detect lib tools
 
 detect:
@@ -59,9 +59,13 @@ $(BUILD)/lib/libringo.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 tools: $(BENCH_BIN)
-$(BUILD)/bin/%: bench/%.c $(BUILD)/lib/libringo.a include/ringo.h
+$(BUILD)/bin/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/lib/libringo.a include/ringo.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $(MPI_CFLAGS) $< -o $@ $(BUILD)/lib/libringo.a $(LDLIBS)
+	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $(TOOL_CPPFLAGS) $(MPI_CFLAGS) $< -o $@ $(BUILD)/lib/libringo.a $(LDLIBS)
+
+# The teaching tools print the library's own schedule and cost model, so they (alone in bench/)
+# see the internal headers.
+$(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: TOOL_CPPFLAGS := -Isrc/include
 
 # Tests link the static library so they can also reach internal functions (src/include).
 tests: $(TEST_BIN) $(MPI_TEST_BIN)
@@ -85,6 +89,12 @@ bench: deps
 test: deps
 	@$(MAKE) --no-print-directory all tests
 	@.ci/run_tests.sh $(TEST_BIN) $(MPI_TEST_BIN)
+
+# Pictures: busbw vs size (ringo, Open MPI, naive, bound) and bytes sent per rank vs N, from
+# real runs -> $(BUILD)/plots/ and docs/img/.
+plot: deps
+	@$(MAKE) --no-print-directory all
+	BUILD=$(BUILD) bench/plot.sh
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -1,0 +1,257 @@
+/* bench_print.h — ringo-bench's output on rank 0: the run header, the nccl-tests-style table (with
+ * the %bound and Open MPI columns when asked for) and the -J JSON file. Header-only, needs bench.h
+ * and bench_launch.h (coord_allreduce). Run: ringo-bench -N 4 -J out.json; mpirun ... --compare mpi. */
+#ifndef RINGO_BENCH_PRINT_H_
+#define RINGO_BENCH_PRINT_H_
+
+#include "bench.h"
+#include "bench_launch.h"
+
+/* ---------------------------------------------------------------- run header */
+
+static const char* transport_env(void) {
+  const char* t = getenv("RINGO_TRANSPORT");
+  return t && *t ? t : "";
+}
+
+/* What --compare mpi cannot run (the types and ops MPI lacks), said once before the table. */
+static void print_mpi_notes(const struct opts* o) {
+#ifdef RINGO_HAVE_MPI
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  version[strcspn(version, ",\n")] = '\0';
+  printf("# Compared with: %s (MPI_%s on the same buffers, interleaved per iteration)\n", version,
+         o->coll == COLL_ALL_REDUCE ? "Allreduce" : o->coll == COLL_REDUCE_SCATTER ? "Reduce_scatter_block"
+         : o->coll == COLL_ALL_GATHER ? "Allgather" : o->coll == COLL_BROADCAST ? "Bcast" : "Reduce");
+  for (int i = 0; i < o->ntypes; i++)
+    if (mpi_type(o->types[i]) == MPI_DATATYPE_NULL)
+      printf("# Note: %s has no standard MPI datatype; its rows show '-' in the MPI columns\n",
+             type_names[o->types[i]]);
+  for (int i = 0; i < o->nops && o->coll != COLL_ALL_GATHER && o->coll != COLL_BROADCAST; i++)
+    if (mpi_op(o->ops[i]) == MPI_OP_NULL)
+      printf("# Note: MPI has no %s op; its rows show '-' in the MPI columns\n", op_names[o->ops[i]]);
+#else
+  (void)o;
+#endif
+}
+
+static void print_run_lines(const struct bench* b, const int64_t* pids, const unsigned char* hosts) {
+  const struct opts* o = b->o;
+  int version = 0;
+  ringoGetVersion(&version);
+  printf("# ringo-bench %s, ringo %d.%d.%d, launch: %s\n", coll_names[o->coll], version / 10000,
+         version / 100 % 100, version % 100, b->L->kind);
+  printf("# Command: %s\n", o->command);
+  printf("# nranks %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d%s "
+         "validation: %d\n", b->nranks, o->minbytes, o->maxbytes,
+         o->stepfactor ? (size_t)o->stepfactor : o->stepbytes, o->stepfactor ? "factor" : "bytes",
+         o->warmup, o->iters, o->iters_explicit ? "" : " (fewer for slow rows)", o->check);
+  if (*transport_env()) printf("# Links: RINGO_TRANSPORT=%s\n", transport_env());
+  if (getenv("RINGO_ALGO")) printf("# Algorithm: RINGO_ALGO=%s\n", getenv("RINGO_ALGO"));
+  if (o->bw_add > 0)
+    printf("# Memory bandwidth (all cores, best of runs): copy %.2f GB/s, add (c = a + b) %.2f GB/s\n",
+           o->bw_copy, o->bw_add);
+  if (o->compare_mpi) print_mpi_notes(o);
+  printf("#\n# Using ranks (host memory)\n");
+  for (int r = 0; r < b->nranks; r++)
+    printf("#  Rank %2d Pid %7lld on %s\n", r, (long long)pids[r], (const char*)hosts + (size_t)r * HOST_BYTES);
+  printf("#\n");
+}
+
+/* Rank 0 learns every rank's pid and host (each rank fills its own slot; max/sum leave them). */
+static void print_run_header(const struct bench* b, char* host0) {
+  int n = b->nranks;
+  int64_t* pids = calloc((size_t)n, sizeof *pids);
+  unsigned char* hosts = calloc((size_t)n, HOST_BYTES);
+  if (!pids || !hosts) die(EXIT_USAGE);
+  pids[b->rank] = getpid();
+  gethostname((char*)hosts + (size_t)b->rank * HOST_BYTES, HOST_BYTES - 1);
+  coord_allreduce(b, pids, (size_t)n, ringoInt64, ringoSum);
+  coord_allreduce(b, hosts, (size_t)n * HOST_BYTES, ringoUint8, ringoMax);
+  memcpy(host0, hosts, HOST_BYTES);
+  if (b->rank == 0) print_run_lines(b, pids, hosts);
+  free(pids);
+  free(hosts);
+}
+
+/* ---------------------------------------------------------------- table */
+
+/* 15 columns always, then %bound (--bound), then four Open MPI columns (--compare mpi). */
+enum { NBASE = 15, COL_BOUND = 15, COL_MPI = 16, NCOLS = 20 };
+static const int col_width[NCOLS] = {12, 12, 8, 6, 6, 9, 7, 7, 6, 9, 7, 7, 6, 13, 6, 7, 9, 9, 6, 9};
+
+static int col_on(const struct bench* b, int c) {
+  return c < NBASE || (c == COL_BOUND ? b->o->bw_add > 0 : b->o->compare_mpi);
+}
+
+/* Prints one table line; lead is '#' for headers, ' ' for rows, so the columns line up. */
+static void print_cols(const struct bench* b, char lead, const char* const* cols) {
+  putchar(lead);
+  for (int c = 0; c < NCOLS; c++)
+    if (col_on(b, c)) printf("%s%*s", c ? "  " : "", col_width[c], cols[c]);
+  putchar('\n');
+}
+
+static void print_table_header(const struct bench* b) {
+  static const char* const names[NCOLS] = {"size", "count", "type", "redop", "root", "time", "algbw",
+      "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "sent(B)/rank", "law", "%bound",
+      "mpi time", "mpi busbw", "#wrong", "ringo/mpi"};
+  static const char* const units[NCOLS] = {"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)",
+      "", "(us)", "(GB/s)", "(GB/s)", "", "(oop, max)", "(x)", "(oop)", "(us)", "(GB/s)", "(both)", "(busbw)"};
+  /* The group labels start where their first column's field starts. */
+  char line[256];
+  int at = 1, end = 0;
+  memset(line, ' ', sizeof line);
+  for (int c = 0; c < NCOLS; c++) {
+    if (!col_on(b, c)) continue;
+    const char* label = c == 5 ? "out-of-place" : c == 9 ? "in-place" : c == COL_MPI ? "Open MPI (out-of-place)" : NULL;
+    at += c ? 2 : 0;
+    if (label) memcpy(line + at, label, strlen(label));
+    if (label) end = at + (int)strlen(label);
+    at += col_width[c];
+  }
+  line[0] = '#';
+  printf("%.*s\n", end, line);
+  print_cols(b, '#', names);
+  print_cols(b, '#', units);
+}
+
+static void print_row(const struct bench* b, const struct row* w) {
+  char s[NCOLS][32];
+  const char* cols[NCOLS];
+#define CELL(i, ...) snprintf(s[i], sizeof s[i], __VA_ARGS__)
+  CELL(0, "%zu", w->bytes);
+  CELL(1, "%zu", w->count);
+  CELL(2, "%s", type_names[w->type]);
+  CELL(3, "%s", w->op < 0 ? "none" : op_names[w->op]);
+  CELL(4, "%d", w->root);
+  for (int p = 0; p < 2; p++) {
+    CELL(5 + 4 * p, w->time_us[p] < 1e4 ? "%.2f" : w->time_us[p] < 1e6 ? "%.1f" : "%.0f", w->time_us[p]);
+    CELL(6 + 4 * p, "%.2f", w->algbw[p]);
+    CELL(7 + 4 * p, "%.2f", w->busbw[p]);
+    CELL(8 + 4 * p, b->o->check ? "%llu" : "N/A", (unsigned long long)w->wrong[p]);
+  }
+  CELL(13, "%llu", (unsigned long long)w->sent);
+  CELL(14, w->law >= 0 ? "%.3f" : "-", w->law);
+  CELL(COL_BOUND, w->bound >= 0 ? "%.1f" : "-", 100 * w->bound);
+  for (int c = COL_MPI; c < NCOLS; c++) CELL(c, "-");
+  if (w->mpi) {
+    double t = w->mpi_time_us[0];
+    CELL(COL_MPI, t < 1e4 ? "%.2f" : t < 1e6 ? "%.1f" : "%.0f", t);
+    CELL(COL_MPI + 1, "%.2f", w->mpi_busbw[0]);
+    CELL(COL_MPI + 2, b->o->check ? "%llu" : "N/A", (unsigned long long)(w->mpi_wrong[0] + w->mpi_wrong[1]));
+    CELL(COL_MPI + 3, w->ratio >= 0 ? "%.2f" : "-", w->ratio);
+  }
+#undef CELL
+  for (int c = 0; c < NCOLS; c++) cols[c] = s[c];
+  print_cols(b, ' ', cols);
+  fflush(stdout);
+}
+
+/* ---------------------------------------------------------------- JSON (-J) */
+
+static void json_string(FILE* f, const char* s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void json_ratio(FILE* f, const char* key, double v) {
+  if (v >= 0) fprintf(f, ", \"%s\": %.4f", key, v);
+  else fprintf(f, ", \"%s\": null", key);
+}
+
+static void json_wrong(FILE* f, const struct bench* b, const char* key, uint64_t v) {
+  if (b->o->check) fprintf(f, ", \"%s\": %llu", key, (unsigned long long)v);
+  else fprintf(f, ", \"%s\": null", key);
+}
+
+/* The MPI keys appear only with --compare mpi: measured, or "mpi_skipped" with the reason. */
+static void json_mpi(FILE* f, const struct bench* b, const struct row* w) {
+  static const char* const place[2] = {"oop", "ip"};
+  if (!b->o->compare_mpi) return;
+  if (!w->mpi) {
+#ifdef RINGO_HAVE_MPI
+    fprintf(f, ", \"mpi_skipped\": ");
+    json_string(f, mpi_skip_reason(w));
+#endif
+    return;
+  }
+  for (int p = 0; p < 2; p++) {
+    char key[32];
+    fprintf(f, ", \"mpi_%s_time_us\": %.3f, \"mpi_%s_busbw\": %.4f", place[p], w->mpi_time_us[p], place[p],
+            w->mpi_busbw[p]);
+    snprintf(key, sizeof key, "mpi_%s_wrong", place[p]);
+    json_wrong(f, b, key, w->mpi_wrong[p]);
+  }
+  json_ratio(f, "ringo_over_mpi", w->ratio);
+}
+
+static void json_row(FILE* f, const struct bench* b, const struct row* w) {
+  static const char* const place[2] = {"oop", "ip"};
+  fprintf(f, "%s\n    {\"collective\": \"%s\", \"nranks\": %d, \"size\": %zu, \"count\": %zu, "
+             "\"type\": \"%s\", \"op\": \"%s\", \"root\": %d, \"iters\": %d",
+          b->nrows ? "," : "", coll_names[b->o->coll], b->nranks, w->bytes, w->count, type_names[w->type],
+          w->op < 0 ? "none" : op_names[w->op], w->root, w->iters);
+  for (int p = 0; p < 2; p++) {
+    char key[32];
+    fprintf(f, ", \"%s_time_us\": %.3f, \"%s_algbw\": %.4f, \"%s_busbw\": %.4f", place[p], w->time_us[p],
+            place[p], w->algbw[p], place[p], w->busbw[p]);
+    snprintf(key, sizeof key, "%s_wrong", place[p]);
+    json_wrong(f, b, key, w->wrong[p]);
+  }
+  fprintf(f, ", \"sent_per_rank\": %llu", (unsigned long long)w->sent);
+  json_ratio(f, "law_ratio", w->law);
+  json_ratio(f, "bound_frac", w->bound);
+  json_mpi(f, b, w);
+  fprintf(f, "}");
+}
+
+/* -J: {"header": {command, hostname, date, ...}, "rows": [one object per table row], "summary": {...}};
+ * rows are written as they complete, so a run that dies keeps what it measured. */
+static FILE* json_open(const struct bench* b, const char* host) {
+  FILE* f = fopen(b->o->json, "w");
+  if (!f) {
+    fprintf(stderr, "ringo-bench: cannot write %s: %s\n", b->o->json, strerror(errno));
+    die(EXIT_USAGE);
+  }
+  char date[64];
+  time_t t = time(NULL);
+  struct tm tm;
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S%z", localtime_r(&t, &tm));
+  int version = 0;
+  ringoGetVersion(&version);
+  fprintf(f, "{\n  \"header\": {\"command\": ");
+  json_string(f, b->o->command);
+  fprintf(f, ", \"hostname\": ");
+  json_string(f, host);
+  fprintf(f, ", \"date\": \"%s\", \"ringo_version\": %d, \"launch\": \"%s\", \"nranks\": %d, "
+             "\"collective\": \"%s\", \"iters\": %d, \"warmup_iters\": %d, \"check\": %d, \"transport\": ",
+          date, version, b->L->kind, b->nranks, coll_names[b->o->coll], b->o->iters, b->o->warmup,
+          b->o->check);
+  json_string(f, transport_env());
+  fprintf(f, ", \"algo\": ");
+  json_string(f, getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "ring");
+  fprintf(f, ", \"compare\": %s", b->o->compare_mpi ? "\"mpi\"" : "null");
+  if (b->o->bw_add > 0) fprintf(f, ", \"membw_copy_GBps\": %.3f, \"membw_add_GBps\": %.3f", b->o->bw_copy, b->o->bw_add);
+  fprintf(f, "},\n  \"rows\": [");
+  return f;
+}
+
+static int json_close(const struct bench* b, FILE* f, double avg_busbw) {
+  fprintf(f, "\n  ],\n  \"summary\": {\"out_of_bounds\": %llu, \"avg_busbw\": %.4f",
+          (unsigned long long)b->wrong_total, avg_busbw);
+  if (b->o->compare_mpi) fprintf(f, ", \"mpi_out_of_bounds\": %llu", (unsigned long long)b->mpi_wrong_total);
+  fprintf(f, "}\n}\n");
+  if (fclose(f) == 0) return 0;
+  fprintf(stderr, "ringo-bench: cannot write %s: %s\n", b->o->json, strerror(errno));
+  return -1;
+}
+
+#endif /* RINGO_BENCH_PRINT_H_ */
