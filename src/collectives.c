@@ -35,13 +35,61 @@ static struct chunk_geom chunk_at(const struct ringo_op* op, int c) {
   return g;
 }
 
-/* Link helpers: every byte that crosses a link is counted here, once. */
-static ringoResult_t conn_recv(const ringoComm_t comm, struct ringo_conn* c, size_t bytes, const void** slot) {
+/* Every slice starts with the fingerprint of the collective it belongs to, so a rank that called
+ * another collective, count, type, op or root — or skipped one — is caught at its first slice
+ * instead of hanging or computing garbage. The payload starts 64 bytes in, still aligned. */
+struct fingerprint {
+  uint64_t seq, count;
+  uint32_t coll, op, type;
+  int32_t root;
+};
+#define SLICE_HEADER 64
+_Static_assert(sizeof(struct fingerprint) <= SLICE_HEADER, "fingerprint too large");
+
+static const char* const coll_names[] = {"ringoAllReduce", "ringoReduceScatter", "ringoAllGather",
+                                         "ringoBroadcast", "ringoReduce"};
+
+static struct fingerprint fingerprint_of(const struct ringo_op* op) {
+  struct fingerprint fp;
+  memset(&fp, 0, sizeof fp); /* padding too: fingerprints are compared as bytes */
+  fp.seq = op->seq;
+  fp.count = op->count;
+  fp.coll = (uint32_t)op->coll;
+  fp.op = (uint32_t)op->op;
+  fp.type = (uint32_t)op->type;
+  fp.root = op->root;
+  return fp;
+}
+
+static void describe(const struct fingerprint* fp, char* buf, size_t cap) {
+  snprintf(buf, cap, "%s #%llu (count %llu, %s, %s, root %d)",
+           fp->coll < 5 ? coll_names[fp->coll] : "an unknown collective", (unsigned long long)fp->seq,
+           (unsigned long long)fp->count, ringo_type_name((ringoDataType_t)fp->type),
+           ringo_op_name((ringoRedOp_t)fp->op), fp->root);
+}
+
+static ringoResult_t mismatch(const struct ringo_op* op, const struct fingerprint* theirs, int peer) {
+  const struct fingerprint mine = fingerprint_of(op);
+  char a[160], b[160];
+  describe(&mine, a, sizeof a);
+  describe(theirs, b, sizeof b);
+  return ringo_fail(ringoInvalidUsage, "collective mismatch: rank %d called %s but rank %d called %s",
+                    op->comm->rank, a, peer, b);
+}
+
+/* Link helpers: fingerprints are written and checked, and every payload byte that crosses a link
+ * is counted, here and only here. */
+static ringoResult_t conn_recv(const struct ringo_op* op, struct ringo_conn* c, size_t bytes, const void** payload) {
+  const void* slot = NULL;
   size_t got = 0;
-  RINGO_CHECK(c->tp->recv_acquire(c->link, slot, &got));
-  if (got != bytes)
-    return ringo_fail(ringoInvalidUsage, "rank %d received a %zu-byte slice where %zu were due: the ranks "
-                      "called different collectives, counts or types", comm->rank, got, bytes);
+  RINGO_CHECK(c->tp->recv_acquire(c->link, &slot, &got));
+  struct fingerprint theirs = {0}, mine = fingerprint_of(op);
+  if (got >= SLICE_HEADER) memcpy(&theirs, slot, sizeof theirs);
+  if (got < SLICE_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0) return mismatch(op, &theirs, c->peer);
+  if (got != bytes + SLICE_HEADER)
+    return ringo_fail(ringoInternalError, "rank %d received a %zu-byte slice from rank %d where %zu were due",
+                      op->comm->rank, got - SLICE_HEADER, c->peer, bytes);
+  *payload = (const char*)slot + SLICE_HEADER;
   return ringoSuccess;
 }
 
@@ -51,10 +99,28 @@ static ringoResult_t conn_release(const ringoComm_t comm, struct ringo_conn* c, 
   return ringoSuccess;
 }
 
+static ringoResult_t conn_send(const struct ringo_op* op, struct ringo_conn* c, void** payload) {
+  void* slot = NULL;
+  RINGO_CHECK(c->tp->send_acquire(c->link, &slot));
+  const struct fingerprint fp = fingerprint_of(op);
+  memcpy(slot, &fp, sizeof fp);
+  *payload = (char*)slot + SLICE_HEADER;
+  return ringoSuccess;
+}
+
 static ringoResult_t conn_post(const ringoComm_t comm, struct ringo_conn* c, size_t bytes) {
-  RINGO_CHECK(c->tp->send_post(c->link, bytes));
+  RINGO_CHECK(c->tp->send_post(c->link, bytes + SLICE_HEADER));
   atomic_fetch_add_explicit(&comm->bytes_sent, bytes, memory_order_relaxed);
   return ringoSuccess;
+}
+
+static void conn_poison(struct ringo_conn* c, ringoResult_t res, const char* msg) {
+  if (c->link && c->tp->poison) c->tp->poison(c->link, res, msg);
+}
+
+/* Elements of one slice: what a slot holds after its header. */
+static size_t slice_elems(const ringoComm_t comm, ringoDataType_t type) {
+  return (comm->slot_bytes - SLICE_HEADER) / ringo_type_size(type);
 }
 
 /* One slice of one step: receive (maybe), combine with the local input, write the output
@@ -68,8 +134,8 @@ static ringoResult_t run_prim(const struct ringo_op* op, enum ringo_prim prim, c
   const ringoRedOp_t partial = op->op == ringoAvg ? ringoSum : op->op;
   const void* rslot = NULL;
   void* sslot = NULL;
-  if (receives) RINGO_CHECK(conn_recv(comm, &comm->recv, bytes, &rslot));
-  if (sends) RINGO_CHECK(comm->send.tp->send_acquire(comm->send.link, &sslot));
+  if (receives) RINGO_CHECK(conn_recv(op, &comm->recv, bytes, &rslot));
+  if (sends) RINGO_CHECK(conn_send(op, &comm->send, &sslot));
   switch (prim) {
     case RINGO_PRIM_SEND: ringo_copy2(sslot, NULL, in, bytes); break;
     case RINGO_PRIM_COPY_SEND: ringo_copy2(sslot, out, in, bytes); break;
@@ -99,22 +165,22 @@ static ringoResult_t naive_slice(const struct ringo_op* op, const char* in, char
   const void* rslot;
   void* sslot;
   if (comm->rank != 0) {
-    RINGO_CHECK(comm->star_to[0].tp->send_acquire(comm->star_to[0].link, &sslot));
+    RINGO_CHECK(conn_send(op, &comm->star_to[0], &sslot));
     ringo_copy2(sslot, NULL, in, bytes);
     RINGO_CHECK(conn_post(comm, &comm->star_to[0], bytes));
-    RINGO_CHECK(conn_recv(comm, &comm->star_from[0], bytes, &rslot));
+    RINGO_CHECK(conn_recv(op, &comm->star_from[0], bytes, &rslot));
     ringo_copy2(out, NULL, rslot, bytes);
     return conn_release(comm, &comm->star_from[0], bytes);
   }
   for (int r = 1; r < comm->nranks; r++) { /* fixed order: the same bits every run */
     const int last = r == comm->nranks - 1;
-    RINGO_CHECK(conn_recv(comm, &comm->star_from[r], bytes, &rslot));
+    RINGO_CHECK(conn_recv(op, &comm->star_from[r], bytes, &rslot));
     RINGO_CHECK(ringo_reduce(out, NULL, rslot, r == 1 ? in : out, n, op->type,
                              last || op->op != ringoAvg ? op->op : ringoSum, comm->nranks));
     RINGO_CHECK(conn_release(comm, &comm->star_from[r], bytes));
   }
   for (int r = 1; r < comm->nranks; r++) {
-    RINGO_CHECK(comm->star_to[r].tp->send_acquire(comm->star_to[r].link, &sslot));
+    RINGO_CHECK(conn_send(op, &comm->star_to[r], &sslot));
     ringo_copy2(sslot, NULL, out, bytes);
     RINGO_CHECK(conn_post(comm, &comm->star_to[r], bytes));
   }
@@ -122,7 +188,7 @@ static ringoResult_t naive_slice(const struct ringo_op* op, const char* in, char
 }
 
 static ringoResult_t run_naive(const struct ringo_op* op) {
-  const size_t esize = ringo_type_size(op->type), slice = op->comm->slot_bytes / esize;
+  const size_t esize = ringo_type_size(op->type), slice = slice_elems(op->comm, op->type);
   for (size_t j = 0; j < ringo_num_rounds(op->count, slice); j++) {
     size_t off, n;
     ringo_slice_range(op->count, slice, j, &off, &n);
@@ -151,12 +217,39 @@ static void trace_slice(const struct ringo_op* op, int t, const struct ringo_ste
   ringo_trace_record(comm->trace, &ev);
 }
 
+/* Adds where the ring was to the message of an error: which collective, which step and chunk,
+ * which slice — so a log line tells which rank waited on whom, and when. */
+/* Names fused all-reduce step t of N ranks with the seed's steps: it receives what the previous
+ * step sent and sends the next step's chunk (see schedule.h). */
+static void allreduce_step_name(int n, int t, char* buf, size_t cap) {
+  char rx[48] = "", tx[48] = "";
+  if (t >= 1 && t <= n - 1) snprintf(rx, sizeof rx, "reduce-scatter step %d receive", t - 1);
+  if (t >= n) snprintf(rx, sizeof rx, "all-gather step %d receive", t - n);
+  if (t <= n - 2) snprintf(tx, sizeof tx, "reduce-scatter step %d send", t);
+  if (t >= n - 1 && t <= 2 * n - 3) snprintf(tx, sizeof tx, "all-gather step %d send", t - n + 1);
+  snprintf(buf, cap, "%s%s%s", rx, rx[0] && tx[0] ? " / " : "", tx);
+}
+
+static ringoResult_t step_failed(const struct ringo_op* op, ringoResult_t res, int t, const struct ringo_step* st,
+                                 size_t round) {
+  char what[768], fp[160], step[112];
+  snprintf(what, sizeof what, "%s", ringo_thread_last_error());
+  /* An error passed on by a neighbour already says where it started; say it once. */
+  if (strstr(what, " [in ringo") != NULL) return res;
+  const struct fingerprint f = fingerprint_of(op);
+  describe(&f, fp, sizeof fp);
+  if (op->coll == RINGO_COLL_ALLREDUCE) allreduce_step_name(op->comm->nranks, t, step, sizeof step);
+  else snprintf(step, sizeof step, "step %d", t);
+  return ringo_fail(res, "%s [in %s, %s of rank %d (ring position %d), chunk %d, slice %zu]", what, fp, step,
+                    op->comm->rank, op->comm->pos, st->chunk, round);
+}
+
 /* Round j moves slice j of every chunk through every step, so one step never waits for more
  * than one slice and the FIFO (>= 4 slots) lets a rank run ahead of its neighbours. */
 static ringoResult_t run_ring(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   const size_t esize = ringo_type_size(op->type);
-  const size_t slice = comm->slot_bytes / esize;
+  const size_t slice = slice_elems(comm, op->type);
   struct ringo_step steps[RINGO_MAX_STEPS(comm->nranks)];
   const int root_pos = comm->pos_of[op->root];
   const int nsteps = ringo_schedule(op->coll, comm->nranks, comm->pos, root_pos, steps);
@@ -172,34 +265,68 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
       ringo_slice_range(g.len, slice, j, &off, &n);
       if (n == 0) continue; /* both ends of the link skip the same empty slice */
       const double t0 = comm->trace ? ringo_now() : 0;
-      RINGO_CHECK(run_prim(op, steps[t].prim, in ? in + (g.in_off + off) * esize : NULL,
-                           out ? out + (g.out_off + off) * esize : NULL, n));
+      ringoResult_t res = run_prim(op, steps[t].prim, in ? in + (g.in_off + off) * esize : NULL,
+                                   out ? out + (g.out_off + off) * esize : NULL, n);
+      if (res != ringoSuccess) return step_failed(op, res, t, &steps[t], j);
       if (comm->trace) trace_slice(op, t, &steps[t], j, n * esize, t0);
     }
   }
+  /* A rank whose last step only sends (the head of a broadcast or reduce chain) waits until the
+   * next rank has taken everything, so it sees the error if that rank refused the data. */
+  const enum ringo_prim last = steps[nsteps - 1].prim;
+  if (rounds > 0 && last != RINGO_PRIM_RECV && last != RINGO_PRIM_RECV_REDUCE_COPY)
+    RINGO_CHECK(comm->send.tp->flush(comm->send.link));
   return ringoSuccess;
 }
 
-ringoResult_t ringo_coll_run(const struct ringo_op* op) {
-  const ringoComm_t comm = op->comm;
+/* Leaving on an error: tell both neighbours (and the star's peers) so they stop waiting now and
+ * report the same error, and each passes it on in turn — every live rank ends with it. */
+static void poison_links(ringoComm_t comm, ringoResult_t res) {
+  char msg[RINGO_POISON_MSG_BYTES];
+  snprintf(msg, sizeof msg, "%s", ringo_thread_last_error());
+  conn_poison(&comm->send, res, msg);
+  conn_poison(&comm->recv, res, msg);
+  for (int r = 0; comm->star_to && r < comm->nranks; r++) {
+    conn_poison(&comm->star_to[r], res, msg);
+    conn_poison(&comm->star_from[r], res, msg);
+  }
+}
+
+ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
+  struct ringo_op op = *in_op;
+  const ringoComm_t comm = op.comm;
   ringoResult_t res = atomic_load(&comm->error);
-  if (res != ringoSuccess)
-    return ringo_fail(ringoInvalidUsage, "rank %d: communicator unusable after an earlier error (%s): %s; "
-                      "destroy it and create a new one", comm->rank, ringoGetErrorString(res), comm->last_error);
+  if (res != ringoSuccess) {
+    char earlier[RINGO_ERROR_BYTES];
+    snprintf(earlier, sizeof earlier, "%s", comm->last_error);
+    return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "rank %d: communicator unusable after an earlier "
+                             "error (%s): %s; destroy it and create a new one", comm->rank,
+                             ringoGetErrorString(res), earlier));
+  }
+  op.seq = comm->seq++;
+  if (ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_COLL)) {
+    char fp[160];
+    const struct fingerprint f = fingerprint_of(&op);
+    describe(&f, fp, sizeof fp);
+    RINGO_INFO(RINGO_LOG_COLL, "rank %d: %s", comm->rank, fp);
+  }
   atomic_fetch_add(&comm->inflight, 1);
-  if (comm->nranks == 1) run_single(op);
-  else if (comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) res = run_naive(op);
-  else res = run_ring(op);
-  if (res == ringoSuccess) atomic_fetch_add_explicit(&comm->collectives, 1, memory_order_relaxed);
-  else atomic_store(&comm->error, res); /* the FIFOs are out of step now: no further collective */
+  if (comm->nranks == 1) run_single(&op);
+  else if (comm->algo_naive && op.coll == RINGO_COLL_ALLREDUCE) res = run_naive(&op);
+  else res = run_ring(&op);
+  if (res == ringoSuccess) {
+    atomic_fetch_add_explicit(&comm->collectives, 1, memory_order_relaxed);
+  } else {
+    atomic_store(&comm->error, res); /* the FIFOs are out of step now: no further collective */
+    poison_links(comm, res);
+    ringo_comm_record(comm, res);
+  }
+  /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
   atomic_fetch_sub(&comm->inflight, 1);
   return res;
 }
 
 /* ---- the public entry points: validate, then run now or queue in the open group ---- */
-
-static const char* const coll_names[] = {"ringoAllReduce", "ringoReduceScatter", "ringoAllGather",
-                                         "ringoBroadcast", "ringoReduce"};
 
 /* Everything a call can get wrong is caught here, before any byte moves, so a rejected call
  * leaves the communicator usable. */
@@ -236,33 +363,40 @@ static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
   ringoResult_t res = check_op(&op, stream);
   if (res != ringoSuccess) return ringo_comm_record(op.comm, res);
   if (ringo_group_enqueue(&op, &res)) return ringo_comm_record(op.comm, res);
-  return ringo_comm_record(op.comm, ringo_coll_run(&op));
+  return ringo_coll_run(&op); /* records its own errors: comm may be gone (aborted) once it returns */
 }
 
 ringoResult_t ringoAllReduce(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype,
                              ringoRedOp_t op, ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){RINGO_COLL_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm}, stream);
+  return submit((struct ringo_op){.coll = RINGO_COLL_ALLREDUCE, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count,
+                                  .type = datatype, .op = op, .comm = comm},
+                stream);
 }
 
 ringoResult_t ringoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ringoDataType_t datatype,
                                  ringoRedOp_t op, ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){RINGO_COLL_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm},
+  return submit((struct ringo_op){.coll = RINGO_COLL_REDUCESCATTER, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                                  .count = recvcount, .type = datatype, .op = op, .comm = comm},
                 stream);
 }
 
 ringoResult_t ringoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ringoDataType_t datatype,
                              ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){RINGO_COLL_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ringoSum, 0, comm},
+  return submit((struct ringo_op){.coll = RINGO_COLL_ALLGATHER, .sendbuff = sendbuff, .recvbuff = recvbuff,
+                                  .count = sendcount, .type = datatype, .op = ringoSum, .comm = comm},
                 stream);
 }
 
 ringoResult_t ringoBroadcast(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype, int root,
                              ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){RINGO_COLL_BROADCAST, sendbuff, recvbuff, count, datatype, ringoSum, root, comm},
+  return submit((struct ringo_op){.coll = RINGO_COLL_BROADCAST, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count,
+                                  .type = datatype, .op = ringoSum, .root = root, .comm = comm},
                 stream);
 }
 
 ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype,
                           ringoRedOp_t op, int root, ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){RINGO_COLL_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm}, stream);
+  return submit((struct ringo_op){.coll = RINGO_COLL_REDUCE, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count,
+                                  .type = datatype, .op = op, .root = root, .comm = comm},
+                stream);
 }

@@ -121,6 +121,7 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
     const struct link_plan* l = &plans[i];
     const int peer = l->to == comm->rank ? l->from : l->to;
     res = pick_transport(comm, &info[comm->rank], &info[peer], &l->conn->tp);
+    l->conn->peer = peer;
     p.peer_rank = peer;
     if (res == ringoSuccess && l->to == comm->rank)
       res = l->conn->tp->recv_setup(&p, &l->conn->link, mine + (size_t)l->slot * RINGO_LINK_INFO_BYTES);

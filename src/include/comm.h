@@ -16,6 +16,7 @@
 struct ringo_conn {
   const struct ringo_transport* tp;
   struct ringo_link* link;
+  int peer; /* the rank at the other end */
 };
 
 struct ringoComm {
@@ -38,6 +39,7 @@ struct ringoComm {
   _Atomic ringoResult_t error;  /* sticky: a collective failed mid-flight, the ring is unusable */
   _Atomic uint64_t bytes_sent, bytes_received, collectives;
   struct ringo_trace* trace;    /* RINGO_TRACE recorder, or NULL */
+  uint64_t seq;                 /* collectives started on this communicator (fingerprints) */
   char last_error[RINGO_ERROR_BYTES];
 };
 
@@ -51,6 +53,7 @@ struct ringo_op {
   ringoRedOp_t op;
   int root;
   ringoComm_t comm;
+  uint64_t seq; /* set when it runs: the communicator's collective number */
 };
 
 /* How ranks meet during init: the TCP bootstrap (ringoCommInitRank) or MPI collectives
@@ -69,7 +72,8 @@ ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const st
 /* Copies this thread's last error message into comm (when comm is not NULL) and returns res. */
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res);
 
-/* Runs one collective to completion on the calling thread (collectives.c). */
+/* Runs one collective to completion on the calling thread and records any error in the
+ * communicator (collectives.c). */
 ringoResult_t ringo_coll_run(const struct ringo_op* op);
 
 /* Queues op when this thread is inside ringoGroupStart/End; returns 1 if it was queued (group.c). */

@@ -17,6 +17,7 @@ extern "C" {
 #endif
 
 #define RINGO_LINK_INFO_BYTES 256  /* what a receiver tells its sender, through the bootstrap */
+#define RINGO_POISON_MSG_BYTES 512 /* the error text a poisoned link carries */
 
 struct ringo_link;  /* each transport defines its own */
 
@@ -46,6 +47,14 @@ struct ringo_transport {
   ringoResult_t (*send_post)(struct ringo_link* link, size_t bytes);
   ringoResult_t (*recv_acquire)(struct ringo_link* link, const void** slot, size_t* bytes);
   ringoResult_t (*recv_release)(struct ringo_link* link);
+
+  /* Sender end: waits until the receiver has released every posted slot, so an error it hit
+   * on them (a poisoned link) reaches this rank too. */
+  ringoResult_t (*flush)(struct ringo_link* link);
+
+  /* Tells the other end that this rank left on an error (code, msg): its waits end with that
+   * error instead of a timeout. Best effort, never blocks; may be NULL (the peer times out). */
+  void (*poison)(struct ringo_link* link, ringoResult_t code, const char* msg);
 
   void (*close)(struct ringo_link* link);
 };

@@ -216,6 +216,11 @@ static ringoResult_t mpi_recv_release(struct ringo_link* l) {
   return post_recv(l, idx); /* MPI matches receives in posting order: the FIFO order is kept */
 }
 
+static ringoResult_t mpi_flush(struct ringo_link* l) {
+  for (int i = 0; i < l->nslots; i++) RINGO_CHECK(wait_request(l, i, MPI_STATUS_IGNORE));
+  return ringoSuccess;
+}
+
 const struct ringo_transport ringo_transport_mpi = {
     .name = "mpi",
     .recv_setup = mpi_recv_setup,
@@ -225,6 +230,8 @@ const struct ringo_transport ringo_transport_mpi = {
     .send_post = mpi_send_post,
     .recv_acquire = mpi_recv_acquire,
     .recv_release = mpi_recv_release,
+    .flush = mpi_flush,
+    .poison = NULL, /* an MPI peer learns of an error through RINGO_TIMEOUT */
     .close = mpi_close,
 };
 #endif /* RINGO_HAVE_MPI */

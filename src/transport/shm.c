@@ -60,6 +60,11 @@ struct shm_header {
   _Alignas(SHM_CACHE_LINE) atomic_uint recv_sleeping; /* receiver announces a futex wait on head */
   _Alignas(SHM_CACHE_LINE) atomic_uint tail;          /* receiver's counter */
   _Alignas(SHM_CACHE_LINE) atomic_uint send_sleeping; /* sender announces a futex wait on tail */
+  /* Either end may poison the link when it leaves a collective on an error, so the other end
+   * stops waiting at once and reports the same error instead of timing out. */
+  _Alignas(SHM_CACHE_LINE) atomic_uint poisoned;       /* 0, or 1 once code and msg are written */
+  _Atomic int32_t poison_code;
+  char poison_msg[RINGO_POISON_MSG_BYTES];
   _Alignas(SHM_CACHE_LINE) _Atomic uint64_t len[];    /* payload bytes of each slot */
 };
 
@@ -84,6 +89,7 @@ struct ringo_link {
   uint32_t count;         /* this end's counter: head for the sender, tail for the receiver */
   int is_recv;
   int holding;            /* a slot was acquired and not yet posted / released */
+  int draining;           /* sender inside shm_flush: waiting for the FIFO to empty */
   size_t held_bytes;      /* receiver: payload length of the held slot */
   int name_live;          /* receiver: the name still exists in /dev/shm */
   double timeout_s;
@@ -347,6 +353,7 @@ static void shm_close(struct ringo_link* l) {
 static int peer_ready(const struct ringo_link* l, uint32_t v) {
   uint32_t filled = l->is_recv ? v - l->count : l->count - v;
   if (filled > l->nslots) return -1;
+  if (l->draining) return filled == 0; /* sender flushing: every posted slot released */
   return l->is_recv ? filled != 0 : filled < l->nslots;
 }
 
@@ -377,8 +384,16 @@ static ringoResult_t check_peer_alive(const struct ringo_link* l) {
                     l->peer_rank, (int)pid, l->self_rank, awaited(l), sender_rank(l), receiver_rank(l));
 }
 
-/* Everything that ends a wait other than the peer: abort, deadline, a dead peer. */
+/* Everything that ends a wait other than the peer: poison, abort, deadline, a dead peer. */
 static ringoResult_t check_wait(const struct ringo_link* l, double now, double start, double* next_alive) {
+  if (atomic_load_explicit(&l->hdr->poisoned, memory_order_acquire) == 1) {
+    char msg[RINGO_POISON_MSG_BYTES];
+    memcpy(msg, l->hdr->poison_msg, sizeof msg);
+    msg[sizeof msg - 1] = '\0'; /* the peer wrote it: never trust it to be terminated */
+    ringoResult_t code = (ringoResult_t)atomic_load_explicit(&l->hdr->poison_code, memory_order_relaxed);
+    if (code <= ringoSuccess || code > ringoTimeout) code = ringoRemoteError;
+    return ringo_fail(code, "%s", msg);
+  }
   if (l->abort_flag != NULL && atomic_load_explicit(l->abort_flag, memory_order_relaxed) != 0)
     return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting for rank %d to %s on shm link %d->%d",
                       l->self_rank, l->peer_rank, awaited(l), sender_rank(l), receiver_rank(l));
@@ -495,6 +510,27 @@ static ringoResult_t shm_recv_release(struct ringo_link* l) {
   return ringoSuccess;
 }
 
+static ringoResult_t shm_flush(struct ringo_link* l) {
+  if (l == NULL || l->is_recv) return ringo_fail(ringoInvalidUsage, "shm flush: not the sending end");
+  l->draining = 1;
+  ringoResult_t res = link_wait(l);
+  l->draining = 0;
+  return res;
+}
+
+static void shm_poison(struct ringo_link* l, ringoResult_t code, const char* msg) {
+  if (l == NULL) return;
+  struct shm_header* h = l->hdr;
+  unsigned expected = 0;
+  /* The first error wins; a neighbour passing it on around the ring leaves it as it is. */
+  if (!atomic_compare_exchange_strong(&h->poisoned, &expected, 2)) return;
+  snprintf(h->poison_msg, sizeof h->poison_msg, "%s", msg);
+  atomic_store_explicit(&h->poison_code, (int32_t)code, memory_order_relaxed);
+  atomic_store_explicit(&h->poisoned, 1, memory_order_seq_cst);
+  futex_wake(&h->head);
+  futex_wake(&h->tail);
+}
+
 const struct ringo_transport ringo_transport_shm = {
     .name = "shm",
     .recv_setup = shm_recv_setup,
@@ -504,5 +540,7 @@ const struct ringo_transport ringo_transport_shm = {
     .send_post = shm_send_post,
     .recv_acquire = shm_recv_acquire,
     .recv_release = shm_recv_release,
+    .flush = shm_flush,
+    .poison = shm_poison,
     .close = shm_close,
 };

@@ -1,0 +1,213 @@
+// test_failures.cc — never hang, never corrupt: a peer killed mid-collective, mismatched calls, a
+// rank that never comes (timeout names the step, link and peer), abort from another thread, and a
+// communicator that refuses work after an error. Real multi-process jobs; run: make test.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+#include "ringo.h"
+
+using namespace ringo_test;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Segments of this process id left in /dev/shm (the shm transport names them /ringo-<pid>-...).
+int shm_leftovers(pid_t pid) {
+  int n = 0;
+  std::string prefix = "ringo-" + std::to_string(pid) + "-";
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
+    closedir(d);
+  }
+  return n;
+}
+
+Options short_timeout(double timeout_s) {
+  Options o;
+  o.ringo_timeout_s = timeout_s;
+  o.grace_s = timeout_s + 5;
+  o.deadline_s = 60;
+  return o;
+}
+
+}  // namespace
+
+// Rank 2 of 4 is SIGKILLed in the middle of a stream of all-reduces. Every other rank's call must
+// fail with ringoRemoteError (or ringoTimeout) well within RINGO_TIMEOUT + 1 s, naming rank 2,
+// and nothing may be left in /dev/shm.
+TEST(Failures, KilledPeerFailsEveryLiveRankQuickly) {
+  const double timeout = 5.0;
+  Options opts = short_timeout(timeout);
+  JobReport report = RunProcessesCollect(4, [&](int rank, const ringoUniqueId& id, Shared& shared) {
+    shared.Word(rank, 0) = uint64_t(getpid());
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 4, id, rank)) << ringoGetLastError(nullptr);
+    std::vector<float> buf(1 << 22, 1.0f);
+    ASSERT_TRUE(shared.Barrier());
+    if (rank == 2) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        raise(SIGKILL);
+      }).detach();
+    }
+    double failed_at = 0;
+    ringoResult_t res = ringoSuccess;
+    for (int i = 0; i < 100000 && res == ringoSuccess; i++) {
+      res = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoMax, comm, nullptr);
+      failed_at = now_s();
+    }
+    // How long after rank 2 died did this rank notice? Rank 2's death time is unknown here, but
+    // it died 50 ms after the barrier; everything after that is detection time.
+    EXPECT_TRUE(res == ringoRemoteError || res == ringoTimeout) << "got " << ResultName(res);
+    const std::string msg = ringoGetLastError(comm);
+    EXPECT_TRUE(contains(msg, "rank 2")) << msg;
+    shared.Word(rank, 1) = uint64_t(failed_at * 1e3);
+    ringoResult_t async = ringoSuccess;
+    EXPECT_EQ(ringoSuccess, ringoCommGetAsyncError(comm, &async));
+    EXPECT_EQ(res, async);
+    EXPECT_EQ(ringoInvalidUsage, ringoAllReduce(buf.data(), buf.data(), 1, ringoFloat32, ringoSum, comm, nullptr))
+        << "a communicator in error must refuse new work";
+    EXPECT_TRUE(contains(ringoGetLastError(comm), "unusable after an earlier error")) << ringoGetLastError(comm);
+    ringoCommDestroy(comm);
+  }, opts);
+  // The only problem allowed is the rank we killed.
+  ASSERT_EQ(1u, report.problems.size());
+  EXPECT_TRUE(contains(report.problems[0], "signal 9")) << report.problems[0];
+  EXPECT_TRUE(report.failures.empty()) << report.failures[0].message;
+}
+
+TEST(Failures, KilledPeerLeavesNothingInDevShm) {
+  Options opts = short_timeout(5.0);
+  JobReport report = RunProcessesCollect(3, [&](int rank, const ringoUniqueId& id, Shared& shared) {
+    shared.Word(rank, 0) = uint64_t(getpid());
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 3, id, rank));
+    if (rank == 1) raise(SIGKILL);  // dies holding its links
+    std::vector<int32_t> buf(1 << 20, 1);
+    EXPECT_NE(ringoSuccess, ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoInt32, ringoSum, comm, nullptr));
+    ringoCommDestroy(comm);
+    // Names are unlinked once every rank has attached, so even the killed rank's are gone.
+    for (int r = 0; r < 3; r++) EXPECT_EQ(0, shm_leftovers(pid_t(shared.Word(r, 0)))) << "rank " << r;
+  }, opts);
+  ASSERT_EQ(1u, report.problems.size()) << report.problems[0];
+  EXPECT_TRUE(report.failures.empty()) << report.failures[0].message;
+}
+
+// Calls that do not match across ranks end in ringoInvalidUsage on every rank, with a message
+// that shows both fingerprints and both ranks — never a hang or wrong data.
+TEST(Failures, MismatchedCollectivesFailOnEveryRank) {
+  struct Case {
+    const char* name;
+    std::function<ringoResult_t(ringoComm_t, int rank, std::vector<float>&)> call;
+    const char* expect;  // a part of the message
+  };
+  const std::vector<Case> cases = {
+      {"count", [](ringoComm_t c, int r, std::vector<float>& b) {
+         return ringoAllReduce(b.data(), b.data(), r == 1 ? 1000 : 1024, ringoFloat32, ringoSum, c, nullptr);
+       }, "count 1000"},
+      {"op", [](ringoComm_t c, int r, std::vector<float>& b) {
+         return ringoAllReduce(b.data(), b.data(), 4096, ringoFloat32, r == 2 ? ringoMax : ringoSum, c, nullptr);
+       }, "max"},
+      {"collective", [](ringoComm_t c, int r, std::vector<float>& b) {
+         return r == 0 ? ringoBroadcast(b.data(), b.data(), 4096, ringoFloat32, 0, c, nullptr)
+                       : ringoAllReduce(b.data(), b.data(), 4096, ringoFloat32, ringoSum, c, nullptr);
+       }, "ringoBroadcast"},
+      {"type", [](ringoComm_t c, int r, std::vector<float>& b) {
+         return ringoAllReduce(b.data(), b.data(), 4096, r == 1 ? ringoInt32 : ringoFloat32, ringoSum, c, nullptr);
+       }, "int32"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    RunForked(3, [&](Team& t) {
+      std::vector<float> buf(4096, 1.0f);
+      const double t0 = now_s();
+      ringoResult_t res = k.call(t.comms[0], t.ranks[0], buf);
+      EXPECT_EQ(ringoInvalidUsage, res) << ResultName(res) << ": " << ringoGetLastError(t.comms[0]);
+      EXPECT_LT(now_s() - t0, 5.0) << "found by the fingerprint, not by the 20 s timeout";
+      const std::string msg = ringoGetLastError(t.comms[0]);
+      EXPECT_TRUE(contains(msg, "collective mismatch")) << msg;
+      EXPECT_TRUE(contains(msg, k.expect)) << msg;
+    }, short_timeout(20.0));
+  }
+}
+
+// A rank that skips a collective is caught at the next one: the sequence numbers disagree.
+TEST(Failures, SkippedCollectiveIsCaughtBySequenceNumber) {
+  RunForked(2, [](Team& t) {
+    std::vector<float> buf(4096, 1.0f);
+    ringoResult_t res = ringoSuccess;
+    if (t.ranks[0] == 0) res = ringoAllReduce(buf.data(), buf.data(), 0, ringoFloat32, ringoSum, t.comms[0], nullptr);
+    EXPECT_EQ(ringoSuccess, res);  // count 0 moves nothing: nobody can tell yet
+    res = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, t.comms[0], nullptr);
+    EXPECT_EQ(ringoInvalidUsage, res) << ringoGetLastError(t.comms[0]);
+    EXPECT_TRUE(contains(ringoGetLastError(t.comms[0]), "#1")) << ringoGetLastError(t.comms[0]);
+  }, short_timeout(20.0));
+}
+
+// A rank that never calls: the waiting rank times out after RINGO_TIMEOUT, and its message says
+// which step, which link and which peer did not arrive.
+TEST(Failures, TimeoutNamesStepLinkAndPeer) {
+  RunForked(2, [](Team& t) {
+    std::vector<float> buf(1 << 16, 1.0f);
+    if (t.ranks[0] == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      // By now rank 0 has given up and poisoned the links: the late call fails at once.
+      ringoResult_t res = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, t.comms[0], nullptr);
+      EXPECT_EQ(ringoTimeout, res) << ringoGetLastError(t.comms[0]);
+      return;
+    }
+    const double t0 = now_s();
+    ringoResult_t res = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, t.comms[0], nullptr);
+    const double waited = now_s() - t0;
+    EXPECT_EQ(ringoTimeout, res);
+    EXPECT_GE(waited, 1.0);
+    EXPECT_LT(waited, 2.0);
+    const std::string msg = ringoGetLastError(t.comms[0]);
+    for (const char* part : {"rank 1", "link 1->0", "reduce-scatter step", "ringoAllReduce #0"})
+      EXPECT_TRUE(contains(msg, part)) << "missing '" << part << "' in: " << msg;
+  }, short_timeout(1.0));
+}
+
+// ringoCommAbort from another thread unblocks a rank stuck in a collective.
+TEST(Failures, AbortFromAnotherThreadUnblocks) {
+  Options opts = short_timeout(20.0);
+  RunProcesses(2, [](int rank, const ringoUniqueId& id, Shared& shared) {
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 2, id, rank));
+    std::vector<float> buf(1 << 16, 1.0f);
+    if (rank == 1) {  // never takes part; leaves once rank 0 has aborted
+      EXPECT_TRUE(shared.Barrier(30));
+      EXPECT_EQ(ringoSuccess, ringoCommDestroy(comm));
+      return;
+    }
+    std::atomic<bool> returned{false};
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      EXPECT_FALSE(returned.load()) << "the collective should still be blocked";
+      EXPECT_EQ(ringoSuccess, ringoCommAbort(comm));  // frees comm once the collective has left
+    });
+    const double t0 = now_s();
+    ringoResult_t res = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, comm, nullptr);
+    returned = true;
+    const double waited = now_s() - t0;
+    aborter.join();
+    EXPECT_NE(ringoSuccess, res);
+    EXPECT_LT(waited, 2.0) << "abort must unblock within a few sleeps, not the 20 s timeout";
+    EXPECT_TRUE(shared.Barrier(30));
+  }, opts);
+}
