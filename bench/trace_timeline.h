@@ -1,0 +1,399 @@
+/* trace_timeline.h — ringo-trace --timeline: reads a RINGO_TRACE Chrome-trace file (a JSON array whose
+ * closing bracket may be missing) and draws one track per rank, one box per step and slice, with the
+ * hand-offs between ranks. Header-only, needs trace_svg.h. Run: ringo-trace --timeline t.json --png t.png */
+#ifndef RINGO_TRACE_TIMELINE_H_
+#define RINGO_TRACE_TIMELINE_H_
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_svg.h"
+
+/* The fields of one trace event that the timeline uses; the rest is skipped. */
+struct tl_event {
+  int pid;
+  char ph;
+  double ts, dur; /* microseconds */
+  char name[48], cat[24], prim[24];
+  long seq, chunk, slice, from, to;
+  double bytes;
+  int step; /* the fused step of the schedule (rs s: s; ag s: s + N-1), from the name */
+};
+
+/* ---------------------------------------------------------------- a small JSON reader */
+
+struct json {
+  const char* p;
+  const char* end; /* the text is NUL-terminated at end, so strtod cannot run past it */
+  int err;
+};
+
+static int js_peek(struct json* j) {
+  while (j->p < j->end && isspace((unsigned char)*j->p)) j->p++;
+  return j->p < j->end ? (unsigned char)*j->p : -1;
+}
+
+static int js_eat(struct json* j, char c) {
+  if (js_peek(j) != c) return 0;
+  j->p++;
+  return 1;
+}
+
+static void js_expect(struct json* j, char c) {
+  if (!js_eat(j, c)) j->err = 1;
+}
+
+/* A string into buf (NULL: skip it); escapes are kept as the escaped character, \uXXXX as '?'. */
+static void js_string(struct json* j, char* buf, size_t cap) {
+  size_t n = 0;
+  if (!js_eat(j, '"')) {
+    j->err = 1;
+    return;
+  }
+  while (j->p < j->end && *j->p != '"') {
+    char c = *j->p++;
+    if (c == '\\' && j->p < j->end) {
+      c = *j->p++;
+      if (c == 'u') {
+        j->p = j->end - j->p >= 4 ? j->p + 4 : j->end;
+        c = '?';
+      } else if (c == 'n') {
+        c = '\n';
+      } else if (c == 't') {
+        c = '\t';
+      }
+    }
+    if (buf && n + 1 < cap) buf[n++] = c;
+  }
+  if (buf && cap) buf[n] = '\0';
+  if (j->p >= j->end) j->err = 1;
+  else j->p++;
+}
+
+static double js_number(struct json* j) {
+  js_peek(j);
+  char* e = NULL;
+  const double v = strtod(j->p, &e);
+  if (e == j->p) j->err = 1;
+  else j->p = e;
+  return v;
+}
+
+static void js_skip(struct json* j, int depth) {
+  const int c = js_peek(j);
+  if (depth > 64) {
+    j->err = 1;
+  } else if (c == '"') {
+    js_string(j, NULL, 0);
+  } else if (c == '{' || c == '[') {
+    const char close = c == '{' ? '}' : ']';
+    j->p++;
+    if (js_eat(j, close)) return;
+    do {
+      if (c == '{') {
+        js_string(j, NULL, 0);
+        js_expect(j, ':');
+      }
+      js_skip(j, depth + 1);
+    } while (!j->err && js_eat(j, ','));
+    js_expect(j, close);
+  } else if (c >= 0 && isalpha(c)) {
+    static const char* const words[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++)
+      if ((size_t)(j->end - j->p) >= strlen(words[i]) && strncmp(j->p, words[i], strlen(words[i])) == 0) {
+        j->p += strlen(words[i]);
+        return;
+      }
+    j->err = 1;
+  } else {
+    js_number(j);
+  }
+}
+
+/* One value of an event (in_args: inside its "args" object); values of other shapes are skipped. */
+static void js_field(struct json* j, const char* key, struct tl_event* e, int in_args) {
+  const int c = js_peek(j);
+  char ph[8];
+  if (c == '"' && !in_args && strcmp(key, "name") == 0) js_string(j, e->name, sizeof e->name);
+  else if (c == '"' && !in_args && strcmp(key, "cat") == 0) js_string(j, e->cat, sizeof e->cat);
+  else if (c == '"' && in_args && strcmp(key, "prim") == 0) js_string(j, e->prim, sizeof e->prim);
+  else if (c == '"' && !in_args && strcmp(key, "ph") == 0) js_string(j, ph, sizeof ph), e->ph = ph[0];
+  else if (c == '{' && !in_args && strcmp(key, "args") == 0) {
+    j->p++;
+    if (js_eat(j, '}')) return;
+    do {
+      char k[32];
+      js_string(j, k, sizeof k);
+      js_expect(j, ':');
+      if (!j->err) js_field(j, k, e, 1);
+    } while (!j->err && js_eat(j, ','));
+    js_expect(j, '}');
+  } else if (c == '-' || (c >= '0' && c <= '9')) {
+    const double v = js_number(j);
+    if (!in_args && strcmp(key, "pid") == 0) e->pid = (int)v;
+    else if (!in_args && strcmp(key, "ts") == 0) e->ts = v;
+    else if (!in_args && strcmp(key, "dur") == 0) e->dur = v;
+    else if (in_args && strcmp(key, "seq") == 0) e->seq = (long)v;
+    else if (in_args && strcmp(key, "chunk") == 0) e->chunk = (long)v;
+    else if (in_args && strcmp(key, "slice") == 0) e->slice = (long)v;
+    else if (in_args && strcmp(key, "bytes") == 0) e->bytes = v;
+    else if (in_args && strcmp(key, "from") == 0) e->from = (long)v;
+    else if (in_args && strcmp(key, "to") == 0) e->to = (long)v;
+  } else {
+    js_skip(j, 1);
+  }
+}
+
+static void js_event(struct json* j, struct tl_event* e) {
+  memset(e, 0, sizeof *e);
+  e->from = e->to = -1;
+  js_expect(j, '{');
+  if (j->err || js_eat(j, '}')) return;
+  do {
+    char key[32];
+    js_string(j, key, sizeof key);
+    js_expect(j, ':');
+    if (!j->err) js_field(j, key, e, 0);
+  } while (!j->err && js_eat(j, ','));
+  js_expect(j, '}');
+}
+
+/* Every event of a trace file: a JSON array of objects whose "]" (and a trailing comma) may be
+ * missing, as Chrome's format allows. Returns the count, or -1 with a message on stderr. */
+static long tl_read(const char* path, struct tl_event** out) {
+  FILE* f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "ringo-trace: cannot open %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  size_t cap = 1 << 16, len = 0, got;
+  char* text = malloc(cap + 1);
+  while (text && (got = fread(text + len, 1, cap - len, f)) > 0) {
+    if ((len += got) < cap) continue;
+    char* grown = realloc(text, (cap *= 2) + 1);
+    if (!grown) free(text);
+    text = grown;
+  }
+  fclose(f);
+  if (!text) {
+    fprintf(stderr, "ringo-trace: out of memory reading %s\n", path);
+    return -1;
+  }
+  text[len] = '\0';
+  struct json j = {text, text + len, 0};
+  long n = 0, ecap = 0;
+  struct tl_event* ev = NULL;
+  js_expect(&j, '[');
+  int oom = 0;
+  while (!j.err && !oom && js_peek(&j) != -1 && js_peek(&j) != ']') {
+    if (n == ecap) {
+      struct tl_event* grown = realloc(ev, (size_t)(ecap = ecap ? 2 * ecap : 1024) * sizeof *ev);
+      if (!(oom = !grown)) ev = grown;
+      else break;
+    }
+    js_event(&j, &ev[n++]);
+    if (!js_eat(&j, ',') && js_peek(&j) != ']' && js_peek(&j) != -1) j.err = 1;
+  }
+  if (j.err)
+    fprintf(stderr, "ringo-trace: %s is not a RINGO_TRACE file (JSON error near byte %ld)\n", path,
+            (long)(j.p - text));
+  if (oom) fprintf(stderr, "ringo-trace: out of memory reading %s\n", path);
+  free(text);
+  if (j.err || oom) {
+    free(ev);
+    return -1;
+  }
+  *out = ev;
+  return n;
+}
+
+/* ---------------------------------------------------------------- the picture */
+
+struct tl_view {
+  struct tl_event* ev; /* the X events chosen, by rank then time */
+  long n;
+  int ranks;           /* highest pid + 1 */
+  int sliced;          /* some chunk moved as several slices: label them */
+  long seq_lo, seq_hi; /* the collectives shown */
+  double t0, t1;       /* microseconds */
+  double left, width, top, track_h, gap;
+};
+
+static int tl_is_rs(const struct tl_event* e) { return strncmp(e->name, "reduce-scatter", 14) == 0; }
+static int tl_is_ag(const struct tl_event* e) { return strncmp(e->name, "all-gather", 10) == 0; }
+
+static double tl_x(const struct tl_view* v, double t) { return v->left + (t - v->t0) / (v->t1 - v->t0) * v->width; }
+static double tl_y(const struct tl_view* v, int rank) { return v->top + rank * (v->track_h + v->gap); }
+
+static int tl_cmp(const void* a, const void* b) {
+  const struct tl_event *x = a, *y = b;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* "rs1 c3": the step as the seed names it, and the chunk ("rs1 c3.2": its slice 2). */
+static void tl_label(const struct tl_view* v, const struct tl_event* e, char* buf, size_t cap) {
+  const char* digits = strrchr(e->name, ' ');
+  const int n = snprintf(buf, cap, "%s%s c%ld", tl_is_rs(e) ? "rs" : tl_is_ag(e) ? "ag" : "s", digits ? digits + 1 : "",
+                         e->chunk);
+  if (v->sliced && n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ".%ld", e->slice);
+}
+
+/* The box that received what e sent: the next rank, one step later, same collective, chunk and slice. */
+static const struct tl_event* tl_receiver(const struct tl_view* v, const struct tl_event* e) {
+  for (long i = 0; i < v->n; i++) {
+    const struct tl_event* r = &v->ev[i];
+    if (r->pid == e->to && r->from == e->pid && r->seq == e->seq && r->step == e->step + 1 && r->chunk == e->chunk &&
+        r->slice == e->slice && strcmp(r->cat, e->cat) == 0)
+      return r;
+  }
+  return NULL;
+}
+
+static void tl_axis(FILE* f, const struct tl_view* v) {
+  const double span = v->t1 - v->t0, raw = span / 8, mag = pow(10, floor(log10(raw)));
+  const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
+  const double bottom = tl_y(v, v->ranks) - v->gap + 6;
+  svg_line(f, v->left, bottom, v->left + v->width, bottom, "#444444", 1, 1, -1);
+  for (double t = 0; t <= span * 1.0001; t += step) {
+    const double x = tl_x(v, v->t0 + t);
+    svg_line(f, x, v->top - 4, x, bottom + 4, "#e4e4e4", 1, 1, -1);
+    svg_text(f, x, bottom + 18, 11, "middle", "normal", "#444444", "%g", t);
+  }
+  svg_text(f, v->left + v->width / 2, bottom + 36, 12, "middle", "normal", "#222222",
+           "time since the first step (\xc2\xb5s)");
+}
+
+static void tl_boxes(FILE* f, const struct tl_view* v) {
+  for (long i = 0; i < v->n; i++) {
+    const struct tl_event* e = &v->ev[i];
+    const double x = tl_x(v, e->ts), w = fmax(tl_x(v, e->ts + e->dur) - x, 1.0), y = tl_y(v, e->pid);
+    char title[160], label[32];
+    const char* fill = tl_is_rs(e) ? "#4e79a7" : tl_is_ag(e) ? "#f28e2b" : "#9c9c9c";
+    snprintf(title, sizeof title, "rank %d, collective %ld: %s (%s), chunk %ld slice %ld, %.0f B, %.2f us", e->pid,
+             e->seq, e->name, e->prim, e->chunk, e->slice, e->bytes, e->dur);
+    svg_rect(f, x, y, w, v->track_h, fill, "#ffffff", 0.6, title);
+    tl_label(v, e, label, sizeof label);
+    if (w >= 7.0 * (double)strlen(label)) svg_text(f, x + w / 2, y + v->track_h / 2 + 4, 11, "middle", "normal", "#ffffff", "%s", label);
+  }
+}
+
+/* Grey lines: a slice leaves the sender when its box ends and is taken by the receiver's next box. */
+static void tl_handoffs(FILE* f, const struct tl_view* v) {
+  if (v->n > 400) return; /* too many lines to see anything, and the search is quadratic */
+  for (long i = 0; i < v->n; i++) {
+    const struct tl_event* e = &v->ev[i];
+    const struct tl_event* r = e->to >= 0 ? tl_receiver(v, e) : NULL;
+    if (!r) continue;
+    const double x1 = tl_x(v, e->ts + e->dur), x2 = tl_x(v, fmax(e->ts + e->dur, r->ts));
+    const int down = r->pid > e->pid;
+    const double y1 = tl_y(v, e->pid) + (down ? v->track_h : 0), y2 = tl_y(v, r->pid) + (down ? 0 : v->track_h);
+    svg_line(f, x1, y1, x2, y2, "#888888", 1, 0.7, 2);
+  }
+}
+
+static int tl_draw(const struct tl_view* v, const char* file, const char* svg_path) {
+  FILE* f = fopen(svg_path, "w");
+  if (!f) {
+    fprintf(stderr, "ringo-trace: cannot write %s: %s\n", svg_path, strerror(errno));
+    return -1;
+  }
+  const double height = tl_y(v, v->ranks) + 90;
+  const char* base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+  svg_open(f, v->left + v->width + 30, height);
+  char which[64];
+  if (v->seq_lo == v->seq_hi) snprintf(which, sizeof which, "collective %ld", v->seq_lo);
+  else snprintf(which, sizeof which, "collectives %ld..%ld", v->seq_lo, v->seq_hi);
+  svg_text(f, 12, 24, 16, "start", "bold", "#222222", "RINGO_TRACE timeline of %s: %d ranks, %s", base, v->ranks,
+           which);
+  tl_axis(f, v);
+  for (int r = 0; r < v->ranks; r++)
+    svg_text(f, v->left - 10, tl_y(v, r) + v->track_h / 2 + 4, 12, "end", "bold", "#222222", "rank %d", r);
+  tl_boxes(f, v);
+  tl_handoffs(f, v);
+  const double ly = height - 14;
+  svg_rect(f, 12, ly - 11, 14, 14, "#4e79a7", "#ffffff", 1, NULL);
+  svg_text(f, 30, ly, 11, "start", "normal", "#222222", "reduce-scatter step (rs s c: step s, chunk c[.slice])");
+  svg_rect(f, 342, ly - 11, 14, 14, "#f28e2b", "#ffffff", 1, NULL);
+  svg_text(f, 360, ly, 11, "start", "normal", "#222222", "all-gather step");
+  svg_line(f, 470, ly - 4, 500, ly - 4, "#888888", 1, 0.7, 2);
+  svg_text(f, 506, ly, 11, "start", "normal", "#222222",
+           "a slice handed to the next rank; a box lasts from the step's start to its last byte, waiting included");
+  svg_close(f);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+static void tl_summary(const struct tl_view* v, const char* file) {
+  char which[64];
+  if (v->seq_lo == v->seq_hi) snprintf(which, sizeof which, "collective %ld", v->seq_lo);
+  else snprintf(which, sizeof which, "collectives %ld..%ld", v->seq_lo, v->seq_hi);
+  printf("%s: %d ranks, %ld step events of %s, %.1f us from the first step to the last\n", file, v->ranks, v->n,
+         which, v->t1 - v->t0);
+  printf("  rank  events  bytes sent  bytes recv  busy (us)  steps in order (rs/ag step, chunk)\n");
+  for (int r = 0; r < v->ranks; r++) {
+    long k = 0, shown = 0;
+    double sent = 0, recv = 0, busy = 0;
+    char order[256] = "";
+    for (long i = 0; i < v->n; i++) {
+      const struct tl_event* e = &v->ev[i];
+      if (e->pid != r) continue;
+      k++;
+      sent += e->to >= 0 ? e->bytes : 0;
+      recv += e->from >= 0 ? e->bytes : 0;
+      busy += e->dur;
+      char label[32];
+      tl_label(v, e, label, sizeof label);
+      if (shown++ < 9) snprintf(order + strlen(order), sizeof order - strlen(order), "%s%s", shown > 1 ? ", " : "", label);
+    }
+    printf("  %4d  %6ld  %10.0f  %10.0f  %9.1f  %s%s\n", r, k, sent, recv, busy, order, shown > 9 ? ", ..." : "");
+  }
+}
+
+static int timeline_main(const char* file, long seq_lo, long seq_hi, const char* svg, const char* png, double zoom,
+                         int quiet) {
+  struct tl_event* all = NULL;
+  const long total = tl_read(file, &all);
+  if (total < 0) return 1;
+  struct tl_view v = {.ev = all, .n = 0, .left = 80, .width = 1100, .top = 50, .track_h = 36, .gap = 16};
+  for (long i = 0; i < total; i++)
+    if (all[i].ph == 'X' && all[i].seq >= seq_lo && (seq_hi < 0 || all[i].seq <= seq_hi) && all[i].pid >= 0 &&
+        all[i].pid < 4096)
+      all[v.n++] = all[i];
+  if (v.n == 0) {
+    fprintf(stderr, "ringo-trace: no step events in %s%s\n", file, seq_hi >= 0 || seq_lo ? " for those --seq" : "");
+    free(all);
+    return 1;
+  }
+  qsort(v.ev, (size_t)v.n, sizeof *v.ev, tl_cmp);
+  v.t0 = v.ev[0].ts, v.t1 = v.ev[0].ts + v.ev[0].dur;
+  v.seq_lo = v.seq_hi = v.ev[0].seq;
+  for (long i = 0; i < v.n; i++) {
+    v.t0 = fmin(v.t0, v.ev[i].ts);
+    v.t1 = fmax(v.t1, v.ev[i].ts + v.ev[i].dur);
+    v.ranks = v.ev[i].pid + 1 > v.ranks ? v.ev[i].pid + 1 : v.ranks;
+    v.sliced |= v.ev[i].slice > 0;
+    v.seq_lo = v.ev[i].seq < v.seq_lo ? v.ev[i].seq : v.seq_lo;
+    v.seq_hi = v.ev[i].seq > v.seq_hi ? v.ev[i].seq : v.seq_hi;
+  }
+  if (v.t1 <= v.t0) v.t1 = v.t0 + 1;
+  for (long i = 0; i < v.n; i++) {
+    const char* sp = strrchr(v.ev[i].name, ' ');
+    v.ev[i].step = (sp ? atoi(sp + 1) : 0) + (tl_is_ag(&v.ev[i]) ? v.ranks - 1 : 0);
+  }
+  if (!quiet) tl_summary(&v, file);
+  int rc = 0;
+  if (svg || png) {
+    char path[1024];
+    if (svg) snprintf(path, sizeof path, "%s", svg);
+    else snprintf(path, sizeof path, "%.*s.svg", (int)(strrchr(png, '.') ? strrchr(png, '.') - png : (long)strlen(png)), png);
+    rc = tl_draw(&v, file, path) != 0 || (png && svg_to_png(path, png, zoom) != 0);
+    if (!rc && !quiet) printf("drew %s%s%s\n", path, png ? " and " : "", png ? png : "");
+  }
+  free(all);
+  return rc;
+}
+
+#endif /* RINGO_TRACE_TIMELINE_H_ */

@@ -1,0 +1,182 @@
+// test_model.cc — checks src/model.c against the seed's worked example (4.0 GB, 1.75, 7.0 GB, 35 ms; at
+// N = 64 ~1.97, ~7.9 GB vs 252 GB at a naive root), the latency term, the crossover and the units.
+// Run: make test (or build/test/test_model).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "model.h"
+}
+
+namespace {
+
+std::string Report(const ringo_model_input& in) {
+  std::vector<char> buf(8192);
+  const size_t need = ringo_model_report(&in, buf.data(), buf.size());
+  EXPECT_LT(need, buf.size()) << "report truncated";
+  return std::string(buf.data());
+}
+
+ringo_model_input SeedExample(int nranks) {
+  ringo_model_input in{};
+  in.params = 1e9;
+  in.elem_bytes = 4;
+  in.dtype = "float32";
+  in.bytes = 4e9;
+  in.nranks = nranks;
+  in.bw = 200e9;
+  in.latency = -1;
+  return in;
+}
+
+std::string Bytes(double b) {
+  char buf[32];
+  ringo_model_format_bytes(b, buf, sizeof buf);
+  return buf;
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  ringo_model_format_seconds(s, buf, sizeof buf);
+  return buf;
+}
+
+TEST(Model, SeedWorkedExampleAtEightRanks) {
+  const double d = 1e9 * 4;  // 1e9 fp32 parameters
+  EXPECT_DOUBLE_EQ(ringo_model_factor(8), 1.75);
+  EXPECT_DOUBLE_EQ(ringo_model_ring_bytes(d, 8), 7.0e9);
+  EXPECT_DOUBLE_EQ(ringo_model_bw_time(d, 8, 200e9), 0.035);
+  EXPECT_EQ(Bytes(d), "4.0 GB");
+  EXPECT_EQ(Bytes(ringo_model_ring_bytes(d, 8)), "7.0 GB");
+  EXPECT_EQ(Seconds(ringo_model_bw_time(d, 8, 200e9)), "35.0 ms");
+}
+
+TEST(Model, SeedSixtyFourRanksAgainstNaiveRoot) {
+  const double d = 4e9;
+  EXPECT_DOUBLE_EQ(ringo_model_factor(64), 2.0 * 63 / 64);
+  EXPECT_NEAR(ringo_model_factor(64), 1.97, 0.005);
+  EXPECT_EQ(Bytes(ringo_model_ring_bytes(d, 64)), "7.9 GB");
+  EXPECT_DOUBLE_EQ(ringo_model_root_bytes(d, 64), 252e9);
+  EXPECT_EQ(Bytes(ringo_model_root_bytes(d, 64)), "252.0 GB");
+}
+
+TEST(Model, FactorTendsToTwoAndNeverReachesIt) {
+  EXPECT_DOUBLE_EQ(ringo_model_factor(2), 1.0);
+  EXPECT_DOUBLE_EQ(ringo_model_factor(4), 1.5);
+  EXPECT_NEAR(ringo_model_factor(1000), 2.0, 0.0021);
+  EXPECT_EQ(ringo_model_factor(1), 0.0);  // a ring of one moves nothing
+  double prev = 0;
+  for (int n = 2; n <= 4096; n++) {
+    const double f = ringo_model_factor(n);
+    EXPECT_GT(f, prev) << n;
+    EXPECT_LT(f, 2.0) << n;
+    prev = f;
+  }
+}
+
+TEST(Model, LatencyTermIsTwoNMinusOneSteps) {
+  EXPECT_EQ(ringo_model_steps(8), 14);
+  EXPECT_EQ(ringo_model_steps(64), 126);
+  EXPECT_EQ(ringo_model_steps(1), 0);
+  EXPECT_DOUBLE_EQ(ringo_model_latency_time(8, 5e-6), 14 * 5e-6);
+  EXPECT_DOUBLE_EQ(ringo_model_time(4e9, 8, 200e9, 5e-6), 0.035 + 14 * 5e-6);
+  EXPECT_DOUBLE_EQ(ringo_model_time(4e9, 8, 200e9, -1), 0.035);  // no latency given
+}
+
+TEST(Model, BandwidthDominatesAboveNTimesLatencyTimesBandwidth) {
+  const int n = 8;
+  const double alpha = 5e-6, beta = 200e9;
+  const double cross = ringo_model_bytes_for_share(n, alpha, beta, 0.5);
+  EXPECT_DOUBLE_EQ(cross, n * alpha * beta);  // 8 MB
+  EXPECT_NEAR(ringo_model_bw_time(cross, n, beta), ringo_model_latency_time(n, alpha), 1e-12);
+  EXPECT_LT(ringo_model_bw_time(cross / 2, n, beta), ringo_model_latency_time(n, alpha));
+  EXPECT_GT(ringo_model_bw_time(cross * 2, n, beta), ringo_model_latency_time(n, alpha));
+  const double ninety = ringo_model_bytes_for_share(n, alpha, beta, 0.9);
+  EXPECT_DOUBLE_EQ(ninety, 9 * cross);
+  EXPECT_NEAR(ringo_model_bw_time(ninety, n, beta) / ringo_model_time(ninety, n, beta, alpha), 0.9, 1e-12);
+  EXPECT_EQ(ringo_model_bytes_for_share(n, 0, beta, 0.5), 0.0);  // no latency: no crossover
+}
+
+TEST(Model, ReportReproducesTheSeedText) {
+  const std::string r8 = Report(SeedExample(8));
+  EXPECT_NE(r8.find("= 4.0 GB of gradient"), std::string::npos) << r8;
+  EXPECT_NE(r8.find("2*7/8 = 1.75\n"), std::string::npos) << r8;
+  EXPECT_NE(r8.find("1.75 x 4.0 GB = 7.0 GB"), std::string::npos) << r8;
+  EXPECT_NE(r8.find("= 35.0 ms per all-reduce"), std::string::npos) << r8;
+  EXPECT_NE(r8.find("1e9 params x 4 bytes (float32)"), std::string::npos) << r8;
+
+  const std::string r64 = Report(SeedExample(64));
+  EXPECT_NE(r64.find("2*63/64 = 1.96875 ~ 1.97"), std::string::npos) << r64;
+  EXPECT_NE(r64.find("= 7.9 GB"), std::string::npos) << r64;
+  EXPECT_NE(r64.find("63 x 4.0 GB = 252.0 GB"), std::string::npos) << r64;
+}
+
+TEST(Model, ReportAddsLatencyAndBucketsWhenGiven) {
+  ringo_model_input in = SeedExample(8);
+  EXPECT_EQ(Report(in).find("D* ="), std::string::npos);
+  in.latency = 5e-6;
+  const std::string r = Report(in);
+  EXPECT_NE(r.find("14 x 5.0 us = 70.0 us"), std::string::npos) << r;
+  EXPECT_NE(r.find("= 8.0 MB"), std::string::npos) << r;    // D* = 8 x 5 us x 200 GB/s
+  EXPECT_NE(r.find("= 72.0 MB"), std::string::npos) << r;   // 9 x D*
+}
+
+TEST(Model, ReportTruncatesSafelyAndSaysHowMuchItNeeds) {
+  const ringo_model_input in = SeedExample(8);
+  char small[16];
+  const size_t need = ringo_model_report(&in, small, sizeof small);
+  EXPECT_GT(need, sizeof small);
+  EXPECT_EQ(strlen(small), sizeof small - 1);
+  EXPECT_EQ(need, Report(in).size());
+}
+
+TEST(Model, ParsesTheUnitsStudentsType) {
+  double v = 0;
+  size_t e = 0;
+  ASSERT_EQ(ringo_model_parse_rate("200GB/s", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 200e9);
+  ASSERT_EQ(ringo_model_parse_rate("100Gbit/s", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 12.5e9);
+  ASSERT_EQ(ringo_model_parse_rate("25 GiB/s", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 25.0 * (1ull << 30));
+  ASSERT_EQ(ringo_model_parse_seconds("5us", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 5e-6);
+  ASSERT_EQ(ringo_model_parse_seconds("5\xc2\xb5s", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 5e-6);
+  ASSERT_EQ(ringo_model_parse_seconds("800ns", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 800e-9);
+  ASSERT_EQ(ringo_model_parse_seconds("2e-6", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 2e-6);
+  ASSERT_EQ(ringo_model_parse_bytes("25MB", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 25e6);
+  ASSERT_EQ(ringo_model_parse_bytes("64KiB", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 65536);
+  ASSERT_EQ(ringo_model_parse_count("1e9", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 1e9);
+  ASSERT_EQ(ringo_model_parse_count("7B", &v), ringoSuccess);
+  EXPECT_DOUBLE_EQ(v, 7e9);
+  ASSERT_EQ(ringo_model_parse_dtype("float32", &e), ringoSuccess);
+  EXPECT_EQ(e, 4u);
+  ASSERT_EQ(ringo_model_parse_dtype("bf16", &e), ringoSuccess);
+  EXPECT_EQ(e, 2u);
+}
+
+TEST(Model, RejectsWhatItCannotRead) {
+  double v = 123;
+  size_t e = 7;
+  EXPECT_EQ(ringo_model_parse_rate("fast", &v), ringoInvalidArgument);
+  EXPECT_EQ(ringo_model_parse_rate("200GX/s", &v), ringoInvalidArgument);
+  EXPECT_EQ(ringo_model_parse_rate("-5GB/s", &v), ringoInvalidArgument);
+  EXPECT_EQ(ringo_model_parse_seconds("5 parsecs", &v), ringoInvalidArgument);
+  EXPECT_EQ(ringo_model_parse_bytes("inf", &v), ringoInvalidArgument);
+  EXPECT_EQ(ringo_model_parse_count(nullptr, &v), ringoInvalidArgument);
+  EXPECT_EQ(ringo_model_parse_dtype("float128", &e), ringoInvalidArgument);
+  EXPECT_EQ(v, 123);  // untouched on error
+  EXPECT_EQ(e, 7u);
+}
+
+}  // namespace

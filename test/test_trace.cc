@@ -1,0 +1,324 @@
+// test_trace.cc — RINGO_TRACE on real multi-rank runs (forked ranks, test/harness.h): the file parses as
+// JSON once closed, has one track per rank, (2N-1) x slices events per rank per all-reduce, ring peers,
+// sends matched by receives, no overlap within a rank. Run: make test (or build/test/test_trace).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "harness.h"
+
+extern "C" {
+#include "schedule.h"
+}
+
+namespace {
+
+// ---- a strict JSON reader: no trailing commas, nothing after the value ----
+
+struct Json {
+  enum Kind { kNull, kBool, kNum, kStr, kArr, kObj } kind = kNull;
+  double num = 0;
+  std::string str;
+  std::vector<Json> arr;
+  std::map<std::string, Json> obj;
+  const Json& operator[](const std::string& key) const {
+    static const Json null;
+    auto it = obj.find(key);
+    return it == obj.end() ? null : it->second;
+  }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& text) : s_(text) {}
+  // The whole text as one value; false with a position in error() otherwise.
+  bool Parse(Json* out) {
+    *out = Value(0);
+    Ws();
+    if (ok_ && i_ != s_.size()) Fail("text after the value");
+    return ok_;
+  }
+  std::string error() const { return err_; }
+
+ private:
+  void Fail(const char* what) {
+    if (ok_) err_ = std::string(what) + " at byte " + std::to_string(i_);
+    ok_ = false;
+  }
+  void Ws() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) i_++;
+  }
+  bool Eat(char c) {
+    Ws();
+    if (i_ < s_.size() && s_[i_] == c) return ++i_, true;
+    return false;
+  }
+  std::string String() {
+    std::string out;
+    if (!Eat('"')) return Fail("expected a string"), out;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char c = s_[i_++];
+      if (static_cast<unsigned char>(c) < 0x20) return Fail("control character in a string"), out;
+      if (c == '\\') {
+        if (i_ >= s_.size() || !strchr("\"\\/bfnrtu", s_[i_])) return Fail("bad escape"), out;
+        c = s_[i_++];
+        if (c == 'u') i_ += 4;
+      }
+      out += c;
+    }
+    if (i_ >= s_.size()) return Fail("unterminated string"), out;
+    i_++;
+    return out;
+  }
+  Json Value(int depth) {
+    Json v;
+    Ws();
+    if (depth > 32 || i_ >= s_.size()) return Fail("expected a value"), v;
+    const char c = s_[i_];
+    if (c == '{' || c == '[') {
+      i_++;
+      v.kind = c == '{' ? Json::kObj : Json::kArr;
+      const char close = c == '{' ? '}' : ']';
+      if (Eat(close)) return v;
+      do {
+        if (c == '{') {
+          const std::string key = String();
+          if (!Eat(':')) return Fail("expected ':'"), v;
+          v.obj[key] = Value(depth + 1);
+        } else {
+          v.arr.push_back(Value(depth + 1));
+        }
+      } while (ok_ && Eat(','));
+      if (!Eat(close)) Fail("expected ',' or a closing bracket");
+    } else if (c == '"') {
+      v.kind = Json::kStr;
+      v.str = String();
+    } else if (s_.compare(i_, 4, "true") == 0 || s_.compare(i_, 5, "false") == 0) {
+      v.kind = Json::kBool;
+      i_ += s_[i_] == 't' ? 4 : 5;
+    } else if (s_.compare(i_, 4, "null") == 0) {
+      i_ += 4;
+    } else {
+      const char* start = s_.c_str() + i_;
+      char* end = nullptr;
+      v.kind = Json::kNum;
+      v.num = strtod(start, &end);
+      if (end == start || !(c == '-' || std::isdigit(static_cast<unsigned char>(c)))) return Fail("bad number"), v;
+      i_ += static_cast<size_t>(end - start);
+    }
+    return v;
+  }
+  const std::string& s_;
+  size_t i_ = 0;
+  bool ok_ = true;
+  std::string err_;
+};
+
+TEST(TraceJson, ReaderIsStrict) {
+  Json v;
+  EXPECT_TRUE(JsonParser("[{\"a\":1,\"b\":[true,null,\"x\\\"y\"]}]").Parse(&v));
+  EXPECT_EQ(v.arr.at(0)["b"].arr.at(2).str, "x\"y");
+  EXPECT_FALSE(JsonParser("[{\"a\":1},]").Parse(&v));  // trailing comma
+  EXPECT_FALSE(JsonParser("[{\"a\":1}").Parse(&v));    // unclosed
+  EXPECT_FALSE(JsonParser("[1] 2").Parse(&v));
+}
+
+// ---- the events of a trace file ----
+
+struct Event {
+  int pid, step, chunk, from, to;
+  long seq, slice;
+  double ts, dur, bytes;
+  std::string name, cat, prim;
+};
+
+// The file as written (array left open, each line ending in ","), closed the way a Chrome-trace
+// reader closes it: drop the last comma, add the bracket. Then it must be strict JSON.
+Json ReadClosed(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  EXPECT_FALSE(text.empty()) << path << " is missing or empty";
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  if (!text.empty() && text.back() == ',') text.pop_back();
+  text += "\n]";
+  Json root;
+  JsonParser parser(text);
+  EXPECT_TRUE(parser.Parse(&root)) << parser.error();
+  EXPECT_EQ(root.kind, Json::kArr);
+  return root;
+}
+
+// "reduce-scatter step s" is fused step s; "all-gather step s" is fused step s + N-1.
+int FusedStep(const std::string& name, int nranks) {
+  int s = -1;
+  if (sscanf(name.c_str(), "reduce-scatter step %d", &s) == 1) return s;
+  if (sscanf(name.c_str(), "all-gather step %d", &s) == 1) return s + nranks - 1;
+  return -1;
+}
+
+const char* PrimName(ringo_prim p) {
+  static const char* const names[] = {"send", "recv-reduce-send", "recv-reduce-copy-send", "recv-reduce-copy",
+                                      "copy-send", "recv-copy-send", "recv"};
+  return names[p];
+}
+
+std::vector<Event> StepEvents(const Json& root, int nranks, std::vector<int>* tracks) {
+  std::vector<Event> out;
+  for (const Json& e : root.arr) {
+    if (e["ph"].str == "M") {
+      EXPECT_EQ(e["name"].str, "process_name");
+      const int pid = static_cast<int>(e["pid"].num);
+      EXPECT_EQ(e["args"]["name"].str, "rank " + std::to_string(pid));
+      tracks->push_back(pid);
+      continue;
+    }
+    EXPECT_EQ(e["ph"].str, "X");
+    const Json& a = e["args"];
+    Event ev{static_cast<int>(e["pid"].num), FusedStep(e["name"].str, nranks), static_cast<int>(a["chunk"].num),
+             static_cast<int>(a["from"].num), static_cast<int>(a["to"].num), static_cast<long>(a["seq"].num),
+             static_cast<long>(a["slice"].num), e["ts"].num, e["dur"].num, a["bytes"].num, e["name"].str,
+             e["cat"].str, a["prim"].str};
+    EXPECT_GE(ev.step, 0) << "unexpected name " << ev.name;
+    EXPECT_EQ(ev.cat, "all_reduce");
+    EXPECT_EQ(e["tid"].num, 0);
+    EXPECT_GE(ev.dur, 0);
+    out.push_back(ev);
+  }
+  return out;
+}
+
+// ---- the scenario ----
+
+// RINGO_SLICE_BYTES is the size of a FIFO slot; the payload of a slice is at most that (the
+// library may keep a header in the slot), so the test reads the payload size off the trace and
+// checks that every chunk of 800 bytes was cut into the same several slices.
+constexpr size_t kSliceBytes = 256;
+constexpr size_t kChunkFloats = 200;
+constexpr double kChunkBytes = kChunkFloats * 4.0;
+constexpr int kCollectives = 2;  // seq 0 and 1
+
+std::string FreshPath(int nranks) {
+  std::string path = ::testing::TempDir() + "ringo_trace_" + std::to_string(getpid()) + "_" +
+                     std::to_string(nranks) + ".json";
+  unlink(path.c_str());  // the trace appends
+  return path;
+}
+
+void TwoAllReduces(ringo_test::Team& team) {
+  const size_t count = kChunkFloats * static_cast<size_t>(team.nranks);
+  const int r = team.ranks[0];
+  std::vector<float> in(count), out(count, -1.0f);
+  for (size_t i = 0; i < count; i++) in[i] = static_cast<float>(r + 1);
+  for (int k = 0; k < kCollectives; k++) {
+    ASSERT_EQ(ringoAllReduce(in.data(), out.data(), count, ringoFloat32, ringoSum, team.comms[0], nullptr),
+              ringoSuccess);
+    const float want = static_cast<float>(team.nranks * (team.nranks + 1) / 2);
+    ASSERT_EQ(out.front(), want);
+    ASSERT_EQ(out.back(), want);
+  }
+}
+
+class TraceFile : public ::testing::TestWithParam<int> {};
+
+TEST_P(TraceFile, RealRunRecordsEveryRingStep) {
+  const int n = GetParam();
+  const std::string path = FreshPath(n);
+  ringo_test::Options opts;
+  opts.deadline_s = 30;
+  opts.env = {{"RINGO_TRACE", path}, {"RINGO_SLICE_BYTES", std::to_string(kSliceBytes)}};
+  ringo_test::RunForked(n, TwoAllReduces, opts);
+  if (HasFailure()) return;
+
+  const Json root = ReadClosed(path);
+  std::vector<int> tracks;
+  std::vector<Event> ev = StepEvents(root, n, &tracks);
+  unlink(path.c_str());
+
+  // One track per rank, named after it.
+  std::sort(tracks.begin(), tracks.end());
+  std::vector<int> want_tracks(static_cast<size_t>(n));
+  for (int r = 0; r < n; r++) want_tracks[static_cast<size_t>(r)] = r;
+  EXPECT_EQ(tracks, want_tracks);
+
+  // The payload of a full slice: the largest event. Chunks of 800 bytes must need several.
+  double payload = 0;
+  for (const Event& e : ev) payload = std::max(payload, e.bytes);
+  ASSERT_GT(payload, 0);
+  ASSERT_LE(payload, static_cast<double>(kSliceBytes));
+  const long slices = static_cast<long>(std::ceil(kChunkBytes / payload));
+  ASSERT_GE(slices, 2) << "the test means to exercise slicing";
+
+  // Per rank and collective: every fused step of the schedule, each slice once, right chunk,
+  // right primitive, ring peers, and 2(N-1)/N of the vector sent.
+  std::map<std::tuple<int, long, int, long>, const Event*> by_key;  // (rank, seq, step, slice)
+  for (int r = 0; r < n; r++) {
+    ringo_step steps[RINGO_MAX_STEPS(16)];
+    const int nsteps = ringo_schedule(RINGO_COLL_ALLREDUCE, n, r, 0, steps);
+    ASSERT_EQ(nsteps, 2 * n - 1);
+    for (long seq = 0; seq < kCollectives; seq++) {
+      size_t events = 0;
+      double sent = 0;
+      for (const Event& e : ev) {
+        if (e.pid != r || e.seq != seq) continue;
+        events++;
+        ASSERT_GE(e.step, 0);
+        ASSERT_LT(e.step, nsteps);
+        const ringo_step st = steps[e.step];
+        EXPECT_EQ(e.chunk, st.chunk) << e.name << " on rank " << r;
+        EXPECT_EQ(e.prim, PrimName(st.prim)) << e.name << " on rank " << r;
+        const bool receives = st.prim != RINGO_PRIM_SEND, sends = st.prim != RINGO_PRIM_RECV;
+        EXPECT_EQ(e.from, receives ? ringo_mod(r - 1, n) : -1) << e.name << " on rank " << r;
+        EXPECT_EQ(e.to, sends ? ringo_mod(r + 1, n) : -1) << e.name << " on rank " << r;
+        ASSERT_LT(e.slice, slices);
+        EXPECT_EQ(e.bytes, e.slice + 1 < slices ? payload : kChunkBytes - payload * static_cast<double>(slices - 1));
+        if (sends) sent += e.bytes;
+        EXPECT_TRUE(by_key.emplace(std::make_tuple(r, seq, e.step, e.slice), &e).second)
+            << "rank " << r << " step " << e.step << " slice " << e.slice << " recorded twice";
+      }
+      EXPECT_EQ(events, static_cast<size_t>(2 * n - 1) * static_cast<size_t>(slices))
+          << "rank " << r << ", collective " << seq;
+      EXPECT_EQ(sent, 2.0 * (n - 1) / n * (kChunkBytes * n)) << "rank " << r;  // the 2(N-1)/N law
+    }
+  }
+
+  // Every slice sent is received by the next rank at the next step, and cannot have been
+  // finished there before the sender started on it.
+  for (const auto& kv : by_key) {
+    const Event& s = *kv.second;
+    if (s.to < 0) continue;
+    auto it = by_key.find(std::make_tuple(s.to, s.seq, s.step + 1, s.slice));
+    ASSERT_NE(it, by_key.end()) << "rank " << s.pid << " " << s.name << " slice " << s.slice << ": nobody received it";
+    const Event& d = *it->second;
+    EXPECT_EQ(d.from, s.pid);
+    EXPECT_EQ(d.chunk, s.chunk);
+    EXPECT_GE(d.ts + d.dur + 0.002, s.ts) << "received before it was sent: rank " << s.pid << " " << s.name;
+  }
+
+  // One rank runs its steps one after another: its boxes never overlap.
+  for (int r = 0; r < n; r++) {
+    std::vector<const Event*> mine;
+    for (const Event& e : ev)
+      if (e.pid == r) mine.push_back(&e);
+    std::sort(mine.begin(), mine.end(), [](const Event* a, const Event* b) { return a->ts < b->ts; });
+    for (size_t i = 1; i < mine.size(); i++)
+      EXPECT_GE(mine[i]->ts + 0.002, mine[i - 1]->ts + mine[i - 1]->dur)
+          << "rank " << r << ": " << mine[i - 1]->name << " overlaps " << mine[i]->name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(N, TraceFile, ::testing::Values(2, 3, 4));
+
+}  // namespace
