@@ -66,6 +66,7 @@ $(BUILD)/bin/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/lib/libringo.a include/
 # The teaching tools print the library's own schedule and cost model, so they (alone in bench/)
 # see the internal headers.
 $(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: TOOL_CPPFLAGS := -Isrc/include
+$(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: $(wildcard src/include/*.h)
 
 # Tests link the static library so they can also reach internal functions (src/include).
 tests: $(TEST_BIN) $(MPI_TEST_BIN)

@@ -65,17 +65,18 @@ static void step_label(const struct ringo_trace* t, const struct ringo_trace_eve
     snprintf(buf, cap, "%s step %d", coll_name(e->coll), e->step);
 }
 
+/* Commas go before every event but the file's first, so the file plus a closing "]" is strict JSON. */
 static void write_events(const struct ringo_trace* t, FILE* f, int empty) {
   if (empty) fprintf(f, "[\n");
-  fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}},\n",
-          t->rank, t->rank);
+  fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"rank %d\"}}",
+          empty ? "" : ",\n", t->rank, t->rank);
   for (size_t i = 0; i < t->n; i++) {
     const struct ringo_trace_event* e = &t->ev[i];
     char label[64];
     step_label(t, e, label, sizeof label);
-    fprintf(f, "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
+    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
                "\"args\":{\"seq\":%llu,\"prim\":\"%s\",\"chunk\":%d,\"slice\":%zu,\"bytes\":%zu,"
-               "\"from\":%d,\"to\":%d}},\n",
+               "\"from\":%d,\"to\":%d}}",
             label, coll_name(e->coll), t->rank, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
             prim_name(e->prim), e->chunk, e->round, e->bytes, e->recv_peer, e->send_peer);
   }
