@@ -84,7 +84,7 @@ deps:
 # The main job: 4 local ranks, float32 sum all-reduce, 1 KiB .. 64 MiB.
 bench: deps
 	@$(MAKE) --no-print-directory all
-	$(BUILD)/bin/ringo-bench -N 4 -b 1K -e 64M -f 2 -d float32 -o sum
+	$(BUILD)/bin/ringo-bench -N 4 -b 1K -e 64M -f 2 -d float32 -o sum --bound
 
 # Every test binary, then one closing line "N passed, M failed[, K skipped]".
 test: deps
