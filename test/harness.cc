@@ -335,19 +335,59 @@ bool Shared::Barrier(double timeout_s) {
   }
 }
 
+// ---- the rendezvous root, in a process of its own ----
+// ringoGetUniqueId starts the root as a thread. Were it a thread of this (parent) process, the
+// ranks would be forked while it serves other jobs' leftovers or allocates, and a child can
+// inherit a lock that thread held (AddressSanitizer's allocator lock, seen as rare hangs). So the
+// root lives in a child forked while this process has no such thread; it is killed after the job.
+struct RootProcess {
+  pid_t pid = -1;
+  ringoUniqueId id;
+};
+
+bool StartRoot(RootProcess* root, std::string* err) {
+  struct Page { std::atomic<int> state; ringoUniqueId id; ringoResult_t res; };
+  void* p = mmap(nullptr, sizeof(Page), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return *err = "harness: mmap for the root failed", false;
+  Page* page = new (p) Page();
+  fflush(nullptr);
+  root->pid = fork();
+  if (root->pid == 0) {
+    page->res = ringoGetUniqueId(&page->id);
+    page->state.store(1);
+    for (;;) pause();  // the root thread serves until the parent kills this process
+  }
+  const double start = Now();
+  while (root->pid > 0 && page->state.load() == 0 && Now() - start < 30) usleep(1000);
+  const bool ok = root->pid > 0 && page->state.load() == 1 && page->res == ringoSuccess;
+  if (ok) root->id = page->id;
+  else *err = "harness: the rendezvous root process did not start (ringoGetUniqueId failed or timed out)";
+  munmap(p, sizeof(Page));
+  return ok;
+}
+
+void StopRoot(RootProcess* root) {
+  if (root->pid <= 0) return;
+  kill(root->pid, SIGKILL);
+  waitpid(root->pid, nullptr, 0);
+  root->pid = -1;
+}
+
 // ---- the four ways to run a job ----
 
 JobReport RunForkedCollect(int nranks, const TeamFn& fn, const Options& opts) {
   if (nranks < 1 || nranks > Shared::kMaxRanks) return Problem("harness: bad nranks");
-  ringoUniqueId id;
-  const ringoResult_t res = ringoGetUniqueId(&id);
-  if (res != ringoSuccess) return Problem(std::string("ringoGetUniqueId returned ") + ResultName(res));
+  RootProcess root;
+  std::string err;
+  if (!StartRoot(&root, &err)) return Problem(err);
   JobMemory* mem = MapJob(nranks);
-  if (mem == nullptr) return Problem("harness: mmap failed");
+  if (mem == nullptr) return StopRoot(&root), Problem("harness: mmap failed");
   std::vector<std::string> names;
   for (int r = 0; r < nranks; r++) names.push_back("rank " + std::to_string(r));
+  const ringoUniqueId id = root.id;
   JobReport report = ForkAll(mem, names, opts, [&](int r) { RankBody(mem, nranks, id, r, fn); });
   UnmapJob(mem);
+  StopRoot(&root);
   return report;
 }
 
@@ -394,14 +434,13 @@ void RunGroup(int nranks, const TeamFn& fn, const Options& opts) {
 
 JobReport RunProcessesCollect(int nprocs, const ProcFn& fn, const Options& opts) {
   if (nprocs < 1 || nprocs > kMaxProcs) return Problem("harness: bad nprocs");
-  ringoUniqueId id;
-  memset(&id, 0, sizeof id);
-  if (opts.make_id) {
-    const ringoResult_t res = ringoGetUniqueId(&id);
-    if (res != ringoSuccess) return Problem(std::string("ringoGetUniqueId returned ") + ResultName(res));
-  }
+  RootProcess root;
+  memset(&root.id, 0, sizeof root.id);
+  std::string err;
+  if (opts.make_id && !StartRoot(&root, &err)) return Problem(err);
+  const ringoUniqueId id = root.id;
   JobMemory* mem = MapJob(nprocs);
-  if (mem == nullptr) return Problem("harness: mmap failed");
+  if (mem == nullptr) return StopRoot(&root), Problem("harness: mmap failed");
   std::vector<std::string> names;
   for (int i = 0; i < nprocs; i++) names.push_back("process " + std::to_string(i));
   JobReport report = ForkAll(mem, names, opts, [&](int i) {
@@ -411,6 +450,7 @@ JobReport RunProcessesCollect(int nprocs, const ProcFn& fn, const Options& opts)
     mem->left.fetch_add(1);
   });
   UnmapJob(mem);
+  StopRoot(&root);
   return report;
 }
 
