@@ -240,7 +240,7 @@ static ringoResult_t step_failed(const struct ringo_op* op, ringoResult_t res, i
   describe(&f, fp, sizeof fp);
   if (op->coll == RINGO_COLL_ALLREDUCE) allreduce_step_name(op->comm->nranks, t, step, sizeof step);
   else snprintf(step, sizeof step, "step %d", t);
-  return ringo_fail(res, "%s [in %s, %s of rank %d (ring position %d), chunk %d, slice %zu]", what, fp, step,
+  return ringo_annotate(res, "%s [in %s, %s of rank %d (ring position %d), chunk %d, slice %zu]", what, fp, step,
                     op->comm->rank, op->comm->pos, st->chunk, round);
 }
 

@@ -310,7 +310,7 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
   ringoResult_t res = started == ndev ? ringoSuccess : ringo_fail(ringoSystemError, "ringoCommInitAll: pthread_create failed");
   for (int i = 0; i < started; i++) {
     pthread_join(threads[i], NULL);
-    if (res == ringoSuccess && jobs[i].res != ringoSuccess) res = ringo_fail(jobs[i].res, "ringoCommInitAll: rank %d: %s", i, jobs[i].error);
+    if (res == ringoSuccess && jobs[i].res != ringoSuccess) res = ringo_annotate(jobs[i].res, "ringoCommInitAll: rank %d: %s", i, jobs[i].error);
   }
   /* One failed rank fails them all: the ring is incomplete without it. */
   for (int i = 0; res != ringoSuccess && i < started; i++) {

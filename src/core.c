@@ -73,6 +73,17 @@ ringoResult_t ringo_fail(ringoResult_t res, const char* fmt, ...) {
   return res;
 }
 
+ringoResult_t ringo_annotate(ringoResult_t res, const char* fmt, ...) {
+  char msg[RINGO_MSG_BYTES];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  memcpy(thread_error, msg, sizeof msg);
+  RINGO_INFO(RINGO_LOG_ALL, "-> %s", thread_error);
+  return res;
+}
+
 const char* ringo_thread_last_error(void) { return thread_error; }
 void ringo_thread_clear_error(void) { thread_error[0] = '\0'; }
 

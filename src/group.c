@@ -71,7 +71,7 @@ static ringoResult_t run_queued(const struct ringo_op* ops, size_t nops) {
   for (size_t j = 0; j < started; j++) pthread_join(threads[j], NULL);
   for (size_t j = 0; res == ringoSuccess && j < njobs; j++)
     if (jobs[j].res != ringoSuccess)
-      res = ringo_fail(jobs[j].res, "ringoGroupEnd: rank %d: %s", jobs[j].comm->rank, jobs[j].comm->last_error);
+      res = ringo_annotate(jobs[j].res, "ringoGroupEnd: rank %d: %s", jobs[j].comm->rank, jobs[j].comm->last_error);
   free(jobs);
   free(threads);
   return res;

@@ -31,6 +31,9 @@ void ringo_log(int level, unsigned subsys, const char* file, int line, const cha
  * communicator so ringoGetLastError(comm) can show it later. Frames above only add "->" lines
  * at INFO (RINGO_CHECK), so a log reads like a backtrace. */
 ringoResult_t ringo_fail(ringoResult_t res, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Rewrites the message of an error already reported (to add where it happened), logging the new
+ * text at INFO only: an error is warned about once, where it starts. */
+ringoResult_t ringo_annotate(ringoResult_t res, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 const char* ringo_thread_last_error(void);
 void ringo_thread_clear_error(void);
 
