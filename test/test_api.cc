@@ -338,6 +338,17 @@ TEST(InvalidArguments, RejectedOnOneRankOnly) {
 // Rendezvous refusals: a forged id and a duplicate rank end in an error within RINGO_TIMEOUT,
 // never a hang, and the legitimate ranks of the id still form their communicator.
 
+// This process's `rank` of a two-rank communicator (the other rank is another process doing the
+// same): a correct all-reduce must work on it, then it is destroyed.
+void ExpectTwoRankCommWorks(ringoComm_t comm, int rank, const char* after) {
+  Team team;
+  team.nranks = 2;
+  team.ranks = {rank};
+  team.comms = {comm};
+  ExpectAllReduceWorks(team, after);
+  EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+}
+
 Options ShortTimeout() {
   Options o;
   o.ringo_timeout_s = 3;
@@ -353,12 +364,7 @@ TEST(Rendezvous, ForgedSecretIsRefused) {
     if (index < 2) {
       ASSERT_EQ(ringoCommInitRank(&comm, 2, id, index), ringoSuccess)
           << "legitimate rank " << index << ": " << ringoGetLastError(nullptr);
-      Team team;
-      team.nranks = 2;
-      team.ranks = {index};
-      team.comms = {comm};
-      ExpectAllReduceWorks(team, "a forged join attempt");
-      EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+      ExpectTwoRankCommWorks(comm, index, "a forged join attempt");
       return;
     }
     // The intruder: same id with bytes 32..127 (the secret among them) changed, claiming rank 1.
@@ -402,12 +408,7 @@ TEST(Rendezvous, DuplicateRankIsRefused) {
       ringoCommAbort(comm);
       return;
     }
-    Team team;
-    team.nranks = 2;
-    team.ranks = {rank};
-    team.comms = {comm};
-    ExpectAllReduceWorks(team, "a duplicate join attempt");
-    EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    ExpectTwoRankCommWorks(comm, rank, "a duplicate join attempt");
   }, ShortTimeout());
 }
 

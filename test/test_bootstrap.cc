@@ -161,17 +161,62 @@ bool closed_within(int fd, double seconds) {
   return false;
 }
 
-void raw_hello(int fd, const ringoUniqueId& id, uint32_t nranks, uint32_t rank, uint32_t version = RINGO_BOOTSTRAP_VERSION) {
+// The hello a rank sends to id's root (with the id's own secret).
+std::vector<uint8_t> hello_for(const ringoUniqueId& id, uint32_t nranks, uint32_t rank,
+                               uint32_t version = RINGO_BOOTSTRAP_VERSION) {
   ringo_bootstrap_id_info info = decode(id);
-  uint8_t hello[RINGO_BOOTSTRAP_HELLO_BYTES];
-  ringo_bootstrap_encode_hello(hello, version, info.secret, nranks, rank);
-  raw_send(fd, hello, sizeof hello);
+  std::vector<uint8_t> hello(RINGO_BOOTSTRAP_HELLO_BYTES);
+  ringo_bootstrap_encode_hello(hello.data(), version, info.secret, nranks, rank);
+  return hello;
+}
+
+void raw_hello(int fd, const ringoUniqueId& id, uint32_t nranks, uint32_t rank, uint32_t version = RINGO_BOOTSTRAP_VERSION) {
+  const std::vector<uint8_t> hello = hello_for(id, nranks, rank, version);
+  raw_send(fd, hello.data(), hello.size());
 }
 
 void raw_bye(int fd) {
   uint8_t bye[RINGO_BOOTSTRAP_HEADER_BYTES];
   ringo_bootstrap_encode_header(bye, RINGO_BOOTSTRAP_VERSION, RINGO_BOOT_BYE, 0);
   raw_send(fd, bye, sizeof bye);
+}
+
+// The root refuses this connection: an ERROR frame whose text says `says`, then the close. Closes
+// fd and returns the frame for more checks.
+Frame expect_refusal(int fd, const char* says) {
+  Frame f = raw_read(fd);
+  EXPECT_EQ(f.type, (uint32_t)RINGO_BOOT_ERROR);
+  EXPECT_TRUE(contains(f.text, says)) << f.text;
+  EXPECT_TRUE(closed_within(fd, 2.0));
+  close(fd);
+  return f;
+}
+
+// With environment variable `name` set to `value` the root cannot start, and says why naming `part`.
+void expect_root_start_refused(const char* name, const char* value, const char* part) {
+  setenv(name, value, 1);
+  ringoUniqueId bad;
+  EXPECT_EQ(ringo_bootstrap_root_start(&bad), ringoSystemError) << name << "=" << value;
+  EXPECT_TRUE(contains(ringo_thread_last_error(), part)) << ringo_thread_last_error();
+}
+
+// Ranks 0 and 1 of a two-rank job join from two threads; true when both did (bs[] then set).
+bool join_two(const ringoUniqueId& id, ringo_bootstrap* bs[2]) {
+  ringoResult_t res[2] = {ringoInternalError, ringoInternalError};
+  std::vector<std::thread> joiners;
+  for (int r = 0; r < 2; r++) joiners.emplace_back([&, r] { res[r] = ringo_bootstrap_init(&id, 2, r, 5.0, &bs[r]); });
+  for (auto& t : joiners) t.join();
+  for (int r = 0; r < 2; r++) EXPECT_EQ(res[r], ringoSuccess) << "rank " << r;
+  return res[0] == ringoSuccess && res[1] == ringoSuccess;
+}
+
+// Both ranks of a joined two-rank job run exchange() at once; both must succeed.
+void expect_two_exchange(ringo_bootstrap* bs[2]) {
+  Outcome o[2];
+  std::vector<std::thread> workers;
+  for (int r = 0; r < 2; r++) workers.emplace_back([&, r] { o[r] = exchange(bs[r], 2, r); });
+  for (auto& t : workers) t.join();
+  for (int r = 0; r < 2; r++) EXPECT_EQ(o[r].res, ringoSuccess) << "rank " << r << ": " << o[r].msg;
 }
 
 // Every test gets a short RINGO_TIMEOUT for its root and a watchdog: a hang kills the binary
@@ -288,11 +333,7 @@ TEST_F(Bootstrap, CommIdBindsThere) {
   EXPECT_EQ(ntohs(got->sin_port), port);
   EXPECT_EQ(ntohl(got->sin_addr.s_addr), (uint32_t)INADDR_LOOPBACK);
   expect_all_ok(run_threads(id, 2, 5.0));
-
-  setenv("RINGO_COMM_ID", "no-port-here", 1);
-  ringoUniqueId bad;
-  EXPECT_EQ(ringo_bootstrap_root_start(&bad), ringoSystemError);
-  EXPECT_TRUE(contains(ringo_thread_last_error(), "RINGO_COMM_ID")) << ringo_thread_last_error();
+  expect_root_start_refused("RINGO_COMM_ID", "no-port-here", "RINGO_COMM_ID");
 }
 
 TEST_F(Bootstrap, SocketIfnameBindsThatInterface) {
@@ -302,11 +343,7 @@ TEST_F(Bootstrap, SocketIfnameBindsThatInterface) {
   ASSERT_EQ(info.addr.ss_family, AF_INET);
   EXPECT_EQ(ntohl(((const sockaddr_in*)&info.addr)->sin_addr.s_addr), (uint32_t)INADDR_LOOPBACK);
   expect_all_ok(run_threads(id, 2, 5.0));
-
-  setenv("RINGO_SOCKET_IFNAME", "=no-such-if0", 1);
-  ringoUniqueId bad;
-  EXPECT_EQ(ringo_bootstrap_root_start(&bad), ringoSystemError);
-  EXPECT_TRUE(contains(ringo_thread_last_error(), "no-such-if0")) << ringo_thread_last_error();
+  expect_root_start_refused("RINGO_SOCKET_IFNAME", "=no-such-if0", "no-such-if0");
 }
 
 TEST_F(Bootstrap, CommIdTakesIpv6) {
@@ -323,21 +360,14 @@ TEST_F(Bootstrap, ForkedChildDoesNotKeepTheRootAlive) {
   ASSERT_TRUE(root_threads_become(0, 3.0));
   ringoUniqueId id = start_root();
   ringo_bootstrap* bs[2] = {nullptr, nullptr};
-  std::vector<std::thread> joiners;
-  for (int r = 0; r < 2; r++) joiners.emplace_back([&, r] { EXPECT_EQ(ringo_bootstrap_init(&id, 2, r, 5.0, &bs[r]), ringoSuccess); });
-  for (auto& t : joiners) t.join();
-  ASSERT_TRUE(bs[0] && bs[1]);
+  ASSERT_TRUE(join_two(id, bs));
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     pause();  // holds every inherited fd until killed
     _exit(0);
   }
-  Outcome o[2];
-  std::vector<std::thread> workers;
-  for (int r = 0; r < 2; r++) workers.emplace_back([&, r] { o[r] = exchange(bs[r], 2, r); });
-  for (auto& t : workers) t.join();
-  for (int r = 0; r < 2; r++) EXPECT_EQ(o[r].res, ringoSuccess) << o[r].msg;
+  expect_two_exchange(bs);
   ringo_bootstrap_close(bs[0]);
   ringo_bootstrap_close(bs[1]);
   EXPECT_TRUE(root_threads_become(0, 2.0));
@@ -395,12 +425,7 @@ TEST_F(Bootstrap, WrongSecretIsRefused) {
   uint8_t hello[RINGO_BOOTSTRAP_HELLO_BYTES];
   ringo_bootstrap_encode_hello(hello, RINGO_BOOTSTRAP_VERSION, info.secret, 2, 0);
   raw_send(fd, hello, sizeof hello);
-  Frame f = raw_read(fd);
-  EXPECT_EQ(f.type, (uint32_t)RINGO_BOOT_ERROR);
-  EXPECT_EQ(f.word, (uint32_t)ringoRemoteError);
-  EXPECT_TRUE(contains(f.text, "secret")) << f.text;
-  EXPECT_TRUE(closed_within(fd, 2.0));
-  close(fd);
+  EXPECT_EQ(expect_refusal(fd, "secret").word, (uint32_t)ringoRemoteError);
   // Neither forged attempt took rank 0's or rank 1's slot.
   expect_all_ok(run_threads(id, 2, 5.0));
 }
@@ -409,12 +434,8 @@ TEST_F(Bootstrap, WrongVersionIsRefusedNamingBoth) {
   ringoUniqueId id = start_root();
   int fd = raw_connect(id);
   raw_hello(fd, id, 2, 0, 7);
-  Frame f = raw_read(fd);
-  EXPECT_EQ(f.type, (uint32_t)RINGO_BOOT_ERROR);
-  EXPECT_TRUE(contains(f.text, "version 7")) << f.text;
+  const Frame f = expect_refusal(fd, "version 7");
   EXPECT_TRUE(contains(f.text, "version 1")) << f.text;
-  EXPECT_TRUE(closed_within(fd, 2.0));
-  close(fd);
   expect_all_ok(run_threads(id, 2, 5.0));
 
   // An id from a library speaking another version is refused before any connection.
@@ -445,11 +466,9 @@ TEST_F(Bootstrap, RandomBytesAreRefused) {
 
 TEST_F(Bootstrap, TruncatedHelloIsDropped) {
   ringoUniqueId id = start_root();
-  ringo_bootstrap_id_info info = decode(id);
-  uint8_t hello[RINGO_BOOTSTRAP_HELLO_BYTES];
-  ringo_bootstrap_encode_hello(hello, RINGO_BOOTSTRAP_VERSION, info.secret, 2, 0);
+  const std::vector<uint8_t> hello = hello_for(id, 2, 0);
   int fd = raw_connect(id);
-  raw_send(fd, hello, 20);
+  raw_send(fd, hello.data(), 20);
   shutdown(fd, SHUT_WR);  // the rest never comes
   EXPECT_TRUE(closed_within(fd, 2.0));
   close(fd);
@@ -462,11 +481,7 @@ TEST_F(Bootstrap, OversizedLengthIsRefused) {
   ringo_bootstrap_encode_header(head, RINGO_BOOTSTRAP_VERSION, RINGO_BOOT_HELLO, 0x7FFFFFF0u);
   int fd = raw_connect(id);
   raw_send(fd, head, sizeof head);
-  Frame f = raw_read(fd);
-  EXPECT_EQ(f.type, (uint32_t)RINGO_BOOT_ERROR);
-  EXPECT_TRUE(contains(f.text, "length")) << f.text;
-  EXPECT_TRUE(closed_within(fd, 2.0));
-  close(fd);
+  expect_refusal(fd, "length");
   expect_all_ok(run_threads(id, 2, 5.0));
 }
 
@@ -474,15 +489,13 @@ TEST_F(Bootstrap, SlowLorisDoesNotDelayRanks) {
   ringoUniqueId id = start_root();
   int silent = raw_connect(id);  // connects and says nothing
   int dribble = raw_connect(id);
-  ringo_bootstrap_id_info info = decode(id);
-  uint8_t hello[RINGO_BOOTSTRAP_HELLO_BYTES];
-  ringo_bootstrap_encode_hello(hello, RINGO_BOOTSTRAP_VERSION, info.secret, 3, 0);
-  raw_send(dribble, hello, 1);  // one byte of a hello, then nothing for now
+  const std::vector<uint8_t> hello = hello_for(id, 3, 0);
+  raw_send(dribble, hello.data(), 1);  // one byte of a hello, then nothing for now
 
   const double t0 = ringo_now();
   std::thread more([&] {  // keeps dribbling while the ranks join
     for (int i = 1; i < 6; i++) {
-      raw_send(dribble, hello + i, 1);
+      raw_send(dribble, hello.data() + i, 1);
       usleep(50000);
     }
   });
@@ -498,12 +511,7 @@ TEST_F(Bootstrap, SlowLorisDoesNotDelayRanks) {
 TEST_F(Bootstrap, DuplicateRankIsRefused) {
   ringoUniqueId id = start_root();
   ringo_bootstrap* bs[2] = {nullptr, nullptr};
-  ringoResult_t res[2];
-  std::vector<std::thread> joiners;
-  for (int r = 0; r < 2; r++) joiners.emplace_back([&, r] { res[r] = ringo_bootstrap_init(&id, 2, r, 5.0, &bs[r]); });
-  for (auto& t : joiners) t.join();
-  ASSERT_EQ(res[0], ringoSuccess);
-  ASSERT_EQ(res[1], ringoSuccess);
+  ASSERT_TRUE(join_two(id, bs));
 
   ringo_bootstrap* dup = nullptr;
   EXPECT_EQ(ringo_bootstrap_init(&id, 2, 1, 5.0, &dup), ringoRemoteError);
@@ -511,14 +519,9 @@ TEST_F(Bootstrap, DuplicateRankIsRefused) {
   EXPECT_TRUE(contains(ringo_thread_last_error(), "rank 1 already joined")) << ringo_thread_last_error();
 
   // The real ranks carry on as if nothing happened.
-  Outcome o[2];
-  std::vector<std::thread> workers;
-  for (int r = 0; r < 2; r++) workers.emplace_back([&, r] { o[r] = exchange(bs[r], 2, r); });
-  for (auto& t : workers) t.join();
-  for (int r = 0; r < 2; r++) {
-    EXPECT_EQ(o[r].res, ringoSuccess) << o[r].msg;
-    ringo_bootstrap_close(bs[r]);
-  }
+  expect_two_exchange(bs);
+  ringo_bootstrap_close(bs[0]);
+  ringo_bootstrap_close(bs[1]);
 }
 
 TEST_F(Bootstrap, InconsistentNranksIsRefused) {

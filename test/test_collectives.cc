@@ -1,5 +1,5 @@
-// test_collectives.cc — real multi-rank jobs of every collective through the public API only,
-// checked against references computed here. Depends on include/ringo.h and test/harness.h.
+// test_collectives.cc — real multi-rank jobs of every collective through the public API only, checked
+// against references computed here. Depends on include/ringo.h, test/harness.h, test/collective_cases.h.
 // Run: make tests && ./build/test/test_collectives (the whole binary takes about 90 s on 2 cores).
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collective_cases.h"
 #include "harness.h"
 #include "ringo.h"
 
@@ -19,337 +20,63 @@ using ringo_test::Options;
 using ringo_test::Team;
 using ringo_test::TeamCall;
 
-// ---------------------------------------------------------------------------------------------
-// Datatypes: sizes, names and an encoder/decoder written here, independent of the library.
-
-const ringoDataType_t kAllTypes[RINGO_NUM_TYPES] = {ringoInt8,   ringoUint8,   ringoInt32,   ringoUint32,
-                                                    ringoInt64,  ringoUint64,  ringoFloat16, ringoFloat32,
-                                                    ringoFloat64, ringoBfloat16};
-const ringoRedOp_t kAllOps[RINGO_NUM_OPS] = {ringoSum, ringoProd, ringoMax, ringoMin, ringoAvg};
-
-size_t TypeSize(ringoDataType_t t) {
-  switch (t) {
-    case ringoInt8: case ringoUint8: return 1;
-    case ringoFloat16: case ringoBfloat16: return 2;
-    case ringoInt32: case ringoUint32: case ringoFloat32: return 4;
-    default: return 8;
-  }
-}
-
-const char* TypeName(ringoDataType_t t) {
-  static const char* const names[] = {"int8",    "uint8",   "int32",   "uint32",  "int64",
-                                      "uint64",  "float16", "float32", "float64", "bfloat16"};
-  return names[t];
-}
-
-const char* OpName(ringoRedOp_t op) {
-  static const char* const names[] = {"sum", "prod", "max", "min", "avg"};
-  return names[op];
-}
-
-bool IsFloat(ringoDataType_t t) {
-  return t == ringoFloat16 || t == ringoFloat32 || t == ringoFloat64 || t == ringoBfloat16;
-}
-bool IsUnsigned(ringoDataType_t t) { return t == ringoUint8 || t == ringoUint32 || t == ringoUint64; }
-
-// IEEE binary16 with round-to-nearest-even.
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u) return sign | 0x7e00u;   // NaN
-  if (mag >= 0x477ff000u) return sign | 0x7c00u;  // rounds to infinity (>= 65520)
-  if (mag < 0x38800000u) {                        // below 2^-14: subnormal half in units of 2^-24
-    return sign | static_cast<uint16_t>(std::lrint(std::fabs(f) * 16777216.0f));
-  }
-  uint32_t h = ((mag >> 23) - 112u) << 10 | ((mag & 0x7fffffu) >> 13);
-  const uint32_t rest = mag & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++;  // a carry into the exponent is right
-  return static_cast<uint16_t>(sign | h);
-}
-
-float HalfToFloat(uint16_t h) {
-  const float sign = (h & 0x8000u) ? -1.0f : 1.0f;
-  const int exp = (h >> 10) & 0x1f;
-  const int man = h & 0x3ff;
-  if (exp == 0) return sign * std::ldexp(static_cast<float>(man), -24);
-  if (exp == 31) return man ? NAN : sign * INFINITY;
-  return sign * std::ldexp(static_cast<float>(man | 0x400), exp - 25);
-}
-
-uint16_t FloatToBf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-float Bf16ToFloat(uint16_t b) {
-  const uint32_t x = static_cast<uint32_t>(b) << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
-// Stores v as type t (integers wrap like a two's-complement cast; v is integral for them).
-void Encode(double v, ringoDataType_t t, void* dst) {
-  const int64_t iv = IsFloat(t) ? 0 : static_cast<int64_t>(v);
-  switch (t) {
-    case ringoFloat16: { const uint16_t h = FloatToHalf(static_cast<float>(v)); memcpy(dst, &h, 2); return; }
-    case ringoBfloat16: { const uint16_t b = FloatToBf16(static_cast<float>(v)); memcpy(dst, &b, 2); return; }
-    case ringoFloat32: { const float f = static_cast<float>(v); memcpy(dst, &f, 4); return; }
-    case ringoFloat64: memcpy(dst, &v, 8); return;
-    default: memcpy(dst, &iv, TypeSize(t)); return;  // little-endian: the low bytes
-  }
-}
-
-double Decode(const void* src, ringoDataType_t t) {
-  switch (t) {
-    case ringoInt8: { int8_t v; memcpy(&v, src, 1); return v; }
-    case ringoUint8: { uint8_t v; memcpy(&v, src, 1); return v; }
-    case ringoInt32: { int32_t v; memcpy(&v, src, 4); return v; }
-    case ringoUint32: { uint32_t v; memcpy(&v, src, 4); return v; }
-    case ringoInt64: { int64_t v; memcpy(&v, src, 8); return static_cast<double>(v); }
-    case ringoUint64: { uint64_t v; memcpy(&v, src, 8); return static_cast<double>(v); }
-    case ringoFloat16: { uint16_t v; memcpy(&v, src, 2); return HalfToFloat(v); }
-    case ringoBfloat16: { uint16_t v; memcpy(&v, src, 2); return Bf16ToFloat(v); }
-    case ringoFloat32: { float v; memcpy(&v, src, 4); return v; }
-    default: { double v; memcpy(&v, src, 8); return v; }
-  }
-}
-
-std::string Show(const unsigned char* p, ringoDataType_t t) {
-  std::ostringstream os;
-  os << Decode(p, t) << " (0x";
-  static const char* const hex = "0123456789abcdef";
-  for (size_t b = TypeSize(t); b-- > 0;) os << hex[p[b] >> 4] << hex[p[b] & 15];
-  os << ")";
-  return os.str();
-}
+using ringo_cases::Buf;
+using ringo_cases::Case;
+using ringo_cases::CaseBufs;
+using ringo_cases::Coll;
+using ringo_cases::Decode;
+using ringo_cases::Encode;
+using ringo_cases::IsFloat;
+using ringo_cases::IsUnsigned;
+using ringo_cases::kAllOps;
+using ringo_cases::kAllTypes;
+using ringo_cases::kClasses;
+using ringo_cases::Label;
+using ringo_cases::OpName;
+using ringo_cases::TypeName;
+using ringo_cases::TypeSize;
 
 // ---------------------------------------------------------------------------------------------
-// Exact data. Element i belongs to class ClassOf(i), a hash of i (so a misplaced chunk shows),
-// and every input depends on (class, rank) only: the reference is one fold over ranks per class.
-// The values keep every sum, product and average exact in every type:
+// Exact data (see collective_cases.h for how a pattern is built from it). The values keep every
+// sum, product and average exact in every type:
 //   sum/max/min/int avg: ((7c + 13r) mod 5) - 2, in [-2, 2] (unsigned: [0, 4]);
 //   prod: 2, -1 (unsigned: 3) or 1 by (c + r) mod 4, so |product| <= 36 for N <= 8;
 //   float avg: base(c) + (N-1 if r == c mod N else -1), whose sum is N*base(c): the average is
 //   exact however the library divides, while each rank's values still differ.
-// Integer avg is the sum divided with C's truncation toward zero.
 
-constexpr uint32_t kClasses = 840;  // lcm(1..8), so c mod N is uniform for every N <= 8
-
-inline uint32_t ClassOf(size_t i) {
-  uint64_t x = (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull;
-  x ^= x >> 31;
-  return static_cast<uint32_t>(x % kClasses);
-}
-
-int64_t ExactInput(ringoDataType_t t, ringoRedOp_t op, uint32_t c, int r, int n) {
-  if (op == ringoProd) {
-    const int m = static_cast<int>((c + static_cast<uint32_t>(r)) % 4);
-    return m == 0 ? 2 : m == 1 ? (IsUnsigned(t) ? 3 : -1) : 1;
+struct ExactData {
+  static uint32_t ClassOf(size_t i) {
+    uint64_t x = (static_cast<uint64_t>(i) + 1) * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 31;
+    return static_cast<uint32_t>(x % kClasses);
   }
-  if (op == ringoAvg && IsFloat(t)) {
-    const int64_t base = static_cast<int64_t>((c * 7) % 5) - 2;
-    return base + (static_cast<uint32_t>(r) == c % static_cast<uint32_t>(n) ? n - 1 : -1);
-  }
-  const int64_t v = static_cast<int64_t>((c * 7 + static_cast<uint32_t>(r) * 13) % 5);
-  return IsUnsigned(t) ? v : v - 2;
-}
 
-class Pattern {
- public:
-  Pattern(ringoDataType_t t, ringoRedOp_t op, int n)
-      : t_(t), size_(TypeSize(t)), in_(static_cast<size_t>(n) * kClasses * size_), out_(kClasses * size_) {
-    for (uint32_t c = 0; c < kClasses; c++) {
-      int64_t acc = 0;
-      for (int r = 0; r < n; r++) {
-        const int64_t v = ExactInput(t, op, c, r, n);
-        Encode(static_cast<double>(v), t, &in_[(static_cast<size_t>(r) * kClasses + c) * size_]);
-        if (r == 0) acc = v;
-        else if (op == ringoSum || op == ringoAvg) acc += v;
-        else if (op == ringoProd) acc *= v;
-        else if (op == ringoMax) acc = std::max(acc, v);
-        else acc = std::min(acc, v);
-      }
-      // Integer avg truncates toward zero (C division); float avg is exact by construction.
-      const double ref = op == ringoAvg ? (IsFloat(t) ? static_cast<double>(acc) / n
-                                                      : static_cast<double>(acc / n))
-                                        : static_cast<double>(acc);
-      Encode(ref, t, &out_[c * size_]);
+  static int64_t Input(ringoDataType_t t, ringoRedOp_t op, uint32_t c, int r, int n) {
+    if (op == ringoProd) {
+      const int m = static_cast<int>((c + static_cast<uint32_t>(r)) % 4);
+      return m == 0 ? 2 : m == 1 ? (IsUnsigned(t) ? 3 : -1) : 1;
     }
-  }
-  const unsigned char* In(int r, size_t i) const {
-    return &in_[(static_cast<size_t>(r) * kClasses + ClassOf(i)) * size_];
-  }
-  const unsigned char* Out(size_t i) const { return &out_[ClassOf(i) * size_]; }
-  ringoDataType_t type() const { return t_; }
-
- private:
-  ringoDataType_t t_;
-  size_t size_;
-  std::vector<unsigned char> in_, out_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Buffers with a guard zone behind them, so a write past the end is caught.
-
-constexpr size_t kGuard = 64;
-constexpr unsigned char kGuardByte = 0xa5, kPoisonByte = 0xcd;
-
-struct Buf {
-  std::vector<unsigned char> mem;
-  explicit Buf(size_t bytes = 0) : mem(bytes + kGuard, kPoisonByte) {
-    memset(mem.data() + bytes, kGuardByte, kGuard);
-  }
-  unsigned char* at(size_t byte) { return mem.data() + byte; }
-  bool GuardIntact() const {
-    for (size_t b = mem.size() - kGuard; b < mem.size(); b++)
-      if (mem[b] != kGuardByte) return false;
-    return true;
+    if (op == ringoAvg && IsFloat(t)) {
+      const int64_t base = static_cast<int64_t>((c * 7) % 5) - 2;
+      return base + (static_cast<uint32_t>(r) == c % static_cast<uint32_t>(n) ? n - 1 : -1);
+    }
+    const int64_t v = static_cast<int64_t>((c * 7 + static_cast<uint32_t>(r) * 13) % 5);
+    return IsUnsigned(t) ? v : v - 2;
   }
 };
 
-// Fills count elements from element `first` with rank r's inputs.
-void Fill(unsigned char* p, const Pattern& pat, int r, size_t first, size_t count) {
-  const size_t sz = TypeSize(pat.type());
-  for (size_t j = 0; j < count; j++) memcpy(p + j * sz, pat.In(r, first + j), sz);
-}
-
-// Compares count elements of p with expect(j); "" when all match, else a description.
-template <class F>
-std::string Compare(const unsigned char* p, size_t count, ringoDataType_t t, const char* what, F expect) {
-  const size_t sz = TypeSize(t);
-  size_t wrong = 0, first = 0;
-  for (size_t j = 0; j < count; j++) {
-    if (memcmp(p + j * sz, expect(j), sz) != 0 && wrong++ == 0) first = j;
-  }
-  if (wrong == 0) return "";
-  std::ostringstream os;
-  os << what << ": " << wrong << " of " << count << " elements wrong; first at " << first
-     << ": expected " << Show(expect(first), t) << ", got " << Show(p + first * sz, t);
-  return os.str();
-}
+using Pattern = ringo_cases::ExactPattern<ExactData>;
 
 // ---------------------------------------------------------------------------------------------
 // One collective call of every rank of a team with exact data, checked in full.
 
-enum class Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
-
-struct Case {
-  Coll coll;
-  ringoDataType_t type;
-  ringoRedOp_t op;
-  size_t count;
-  bool inplace;
-  int root;
-};
-
-std::string Label(const Case& c) {
-  static const char* const names[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"};
-  std::ostringstream os;
-  os << names[static_cast<int>(c.coll)] << " " << TypeName(c.type) << " " << OpName(c.op)
-     << " count=" << c.count << (c.inplace ? " in-place" : " out-of-place");
-  if (c.coll == Coll::kBroadcast || c.coll == Coll::kReduce) os << " root=" << c.root;
-  return os.str();
-}
-
-// The buffers of one rank for one case, laid out as ringo.h describes.
-struct RankBufs {
-  Buf a, b;
-  unsigned char* send = nullptr;
-  unsigned char* recv = nullptr;
-};
-
-void Prepare(const Case& c, const Pattern& pat, int n, int r, RankBufs* rb) {
-  const size_t sz = TypeSize(c.type), bytes = c.count * sz;
-  const size_t nbytes = bytes * static_cast<size_t>(n);
-  switch (c.coll) {
-    case Coll::kReduceScatter:
-      rb->a = Buf(nbytes);
-      Fill(rb->a.at(0), pat, r, 0, c.count * static_cast<size_t>(n));
-      rb->send = rb->a.at(0);
-      if (c.inplace) {
-        rb->recv = rb->a.at(static_cast<size_t>(r) * bytes);
-      } else {
-        rb->b = Buf(bytes);
-        rb->recv = rb->b.at(0);
-      }
-      return;
-    case Coll::kAllGather:
-      rb->b = Buf(nbytes);
-      rb->recv = rb->b.at(0);
-      if (c.inplace) {
-        rb->send = rb->b.at(static_cast<size_t>(r) * bytes);
-      } else {
-        rb->a = Buf(bytes);
-        rb->send = rb->a.at(0);
-      }
-      Fill(rb->send, pat, r, 0, c.count);
-      return;
-    default:  // AllReduce, Broadcast, Reduce: count elements in, count out
-      rb->a = Buf(bytes);
-      Fill(rb->a.at(0), pat, r, 0, c.count);
-      rb->send = rb->a.at(0);
-      if (c.inplace) {
-        rb->recv = rb->send;
-      } else {
-        rb->b = Buf(bytes);
-        rb->recv = rb->b.at(0);
-      }
-      return;
-  }
-}
-
-ringoResult_t Call(const Case& c, RankBufs& rb, ringoComm_t comm) {
-  switch (c.coll) {
-    case Coll::kAllReduce: return ringoAllReduce(rb.send, rb.recv, c.count, c.type, c.op, comm, nullptr);
-    case Coll::kReduceScatter: return ringoReduceScatter(rb.send, rb.recv, c.count, c.type, c.op, comm, nullptr);
-    case Coll::kAllGather: return ringoAllGather(rb.send, rb.recv, c.count, c.type, comm, nullptr);
-    case Coll::kBroadcast: return ringoBroadcast(rb.send, rb.recv, c.count, c.type, c.root, comm, nullptr);
-    case Coll::kReduce: return ringoReduce(rb.send, rb.recv, c.count, c.type, c.op, c.root, comm, nullptr);
-  }
-  return ringoInternalError;
-}
-
-// Every property one rank's buffers must have after the call; "" when all hold.
-std::string Verify(const Case& c, const Pattern& pat, int n, int r, RankBufs& rb) {
-  const size_t cnt = c.count;
-  const ringoDataType_t t = c.type;
-  std::string err;
-  auto add = [&err](const std::string& e) { if (!e.empty()) err += (err.empty() ? "" : "; ") + e; };
-  auto own_input = [&](size_t j) { return pat.In(r, j); };
-  const unsigned char poison[8] = {kPoisonByte, kPoisonByte, kPoisonByte, kPoisonByte,
-                                   kPoisonByte, kPoisonByte, kPoisonByte, kPoisonByte};
-  switch (c.coll) {
-    case Coll::kAllReduce:
-      add(Compare(rb.recv, cnt, t, "result", [&](size_t j) { return pat.Out(j); }));
-      if (!c.inplace) add(Compare(rb.send, cnt, t, "sendbuff changed", own_input));
-      break;
-    case Coll::kReduceScatter:
-      add(Compare(rb.recv, cnt, t, "result", [&](size_t j) { return pat.Out(static_cast<size_t>(r) * cnt + j); }));
-      if (!c.inplace) add(Compare(rb.send, cnt * static_cast<size_t>(n), t, "sendbuff changed", own_input));
-      break;
-    case Coll::kAllGather:
-      add(Compare(rb.recv, cnt * static_cast<size_t>(n), t, "result",
-                  [&](size_t j) { return pat.In(static_cast<int>(j / cnt), j % cnt); }));
-      if (!c.inplace) add(Compare(rb.send, cnt, t, "sendbuff changed", own_input));
-      break;
-    case Coll::kBroadcast:
-      add(Compare(rb.recv, cnt, t, "result", [&](size_t j) { return pat.In(c.root, j); }));
-      if (!c.inplace) add(Compare(rb.send, cnt, t, "sendbuff changed", own_input));
-      break;
-    case Coll::kReduce:
-      if (r == c.root) add(Compare(rb.recv, cnt, t, "result on root", [&](size_t j) { return pat.Out(j); }));
-      else if (c.inplace) add(Compare(rb.recv, cnt, t, "buffer of a non-root changed", own_input));
-      else add(Compare(rb.recv, cnt, t, "recvbuff of a non-root written", [&](size_t) { return poison; }));
-      if (!c.inplace && r == c.root) add(Compare(rb.send, cnt, t, "sendbuff changed", own_input));
-      break;
-  }
-  if (!rb.a.GuardIntact() || !rb.b.GuardIntact()) add("wrote past the end of a buffer");
+// Every property one rank's buffers must have after the call; "" when all hold. An out-of-place
+// sendbuff is checked on every rank, except for Reduce, where only the root's is.
+std::string Verify(const Case& c, const Pattern& pat, int n, int r, const CaseBufs& rb) {
+  std::string err = ringo_cases::CheckRecv(c, pat, n, r, rb);
+  if (!c.inplace && (c.coll != Coll::kReduce || r == c.root))
+    ringo_cases::Append(&err, ringo_cases::CheckSendUnchanged(c, pat, n, r, rb));
+  if (!rb.GuardsIntact()) ringo_cases::Append(&err, "wrote past the end of a buffer");
   return err;
 }
 
@@ -363,9 +90,10 @@ class Runner {
   bool Run(const Case& c) {
     const int n = team_.nranks;
     const Pattern pat(c.type, c.op, n);
-    std::vector<RankBufs> bufs(team_.size());
-    for (size_t k = 0; k < team_.size(); k++) Prepare(c, pat, n, team_.ranks[k], &bufs[k]);
-    const ringoResult_t res = TeamCall(team_, [&](size_t k) { return Call(c, bufs[k], team_.comms[k]); });
+    std::vector<CaseBufs> bufs(team_.size());
+    for (size_t k = 0; k < team_.size(); k++) ringo_cases::Prepare(c, pat, n, team_.ranks[k], &bufs[k]);
+    const ringoResult_t res =
+        TeamCall(team_, [&](size_t k) { return ringo_cases::Call(c, bufs[k], team_.comms[k]); });
     if (res != ringoSuccess) {
       ADD_FAILURE() << Label(c) << " returned " << ringo_test::ResultName(res) << ": "
                     << ringoGetLastError(team_.comms[0]);
@@ -468,11 +196,7 @@ void RandomReference(int n, ringoDataType_t t, ringoRedOp_t op, uint64_t seed, s
   for (int r = 0; r < n; r++) {
     const long double x = RandomInput(seed, i, r, t, op, scratch);
     abs_sum += std::fabs(x);
-    if (r == 0) acc = x;
-    else if (op == ringoSum || op == ringoAvg) acc += x;
-    else if (op == ringoProd) acc *= x;
-    else if (op == ringoMax) acc = std::max(acc, x);
-    else acc = std::min(acc, x);
+    acc = r == 0 ? x : ringo_cases::Combine(op, acc, x);
   }
   if (op == ringoAvg) acc /= n;
   *ref = static_cast<double>(acc);

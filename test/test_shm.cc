@@ -158,14 +158,19 @@ size_t slice_len(int i, size_t slot) {
 }
 unsigned char pattern(int i, size_t j) { return (unsigned char)(i * 131 + j * 7 + (j >> 8)); }
 
+// Writes slice i into the acquired slot s; returns its length.
+size_t fill_slice(void* s, int i, size_t slot) {
+  size_t n = slice_len(i, slot);
+  unsigned char* b = static_cast<unsigned char*>(s);
+  for (size_t j = 0; j < n; j++) b[j] = pattern(i, j);
+  return n;
+}
+
 int stream_send(ringo_link* l, size_t slot, int count) {
   for (int i = 0; i < count; i++) {
     void* s = nullptr;
     CHILD_OK(T.send_acquire(l, &s));
-    size_t n = slice_len(i, slot);
-    unsigned char* b = static_cast<unsigned char*>(s);
-    for (size_t j = 0; j < n; j++) b[j] = pattern(i, j);
-    CHILD_OK(T.send_post(l, n));
+    CHILD_OK(T.send_post(l, fill_slice(s, i, slot)));
   }
   return 0;
 }
@@ -288,9 +293,7 @@ int ring_rank(int r, int n, std::vector<Pipe>& info, std::vector<Pipe>& ack, siz
     if (inject) {
       void* s;
       CHILD_OK(T.send_acquire(out, &s));
-      size_t len = slice_len(posted, slot);
-      for (size_t j = 0; j < len; j++) static_cast<unsigned char*>(s)[j] = pattern(posted, j);
-      CHILD_OK(T.send_post(out, len));
+      CHILD_OK(T.send_post(out, fill_slice(s, posted, slot)));
       posted++;
       continue;
     }

@@ -1,6 +1,6 @@
 // test_mpi_ring.cc — ringoCommInitMPI rings under mpirun: MPI-only, mixed shm/MPI (fake hosts) and
-// all-shm rings of 2..8 ranks, every collective/dtype/op checked exactly, counters, user MPI traffic.
-// Depends on include/ringo_mpi.h and test/mpi/main.cc. Run: mpirun -np 8 build/test/mpi/test_mpi_ring.
+// all-shm rings of 2..8 ranks, every collective/dtype/op checked exactly, counters, user MPI traffic. Depends
+// on include/ringo_mpi.h, test/collective_cases.h, test/mpi/main.cc. Run: mpirun -np 8 build/test/mpi/test_mpi_ring.
 
 // The C API only: Open MPI's C++ bindings (mpicxx.h) do not compile under -Wextra -Werror.
 #define OMPI_SKIP_MPICXX 1
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../collective_cases.h"
 #include "mpi_harness.h"
 #include "ringo.h"
 #include "ringo_mpi.h"
@@ -25,252 +26,58 @@ using ringo_mpi_test::CommRank;
 using ringo_mpi_test::CommSize;
 using ringo_mpi_test::ResultName;
 
-// ---------------------------------------------------------------------------------------------
-// Types, encoded here without the library. Every value the tests use is a small integer, exact in
-// every type (fp16 holds integers up to 2048 exactly, bfloat16 up to 256).
-
-const ringoDataType_t kTypes[RINGO_NUM_TYPES] = {ringoInt8,    ringoUint8,   ringoInt32,   ringoUint32,
-                                                 ringoInt64,   ringoUint64,  ringoFloat16, ringoFloat32,
-                                                 ringoFloat64, ringoBfloat16};
-const ringoRedOp_t kOps[RINGO_NUM_OPS] = {ringoSum, ringoProd, ringoMax, ringoMin, ringoAvg};
-
-size_t SizeOf(ringoDataType_t t) {
-  static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
-  return sizes[t];
-}
-const char* TypeName(ringoDataType_t t) {
-  static const char* const names[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
-                                      "uint64", "float16", "float32", "float64", "bfloat16"};
-  return names[t];
-}
-const char* OpName(ringoRedOp_t op) {
-  static const char* const names[] = {"sum", "prod", "max", "min", "avg"};
-  return names[op];
-}
-bool IsFloat(ringoDataType_t t) {
-  return t == ringoFloat16 || t == ringoFloat32 || t == ringoFloat64 || t == ringoBfloat16;
-}
-bool IsUnsigned(ringoDataType_t t) { return t == ringoUint8 || t == ringoUint32 || t == ringoUint64; }
-
-// IEEE binary16 of a small integer (|v| <= 2048), built from its leading bit.
-uint16_t HalfOfInt(int64_t v) {
-  if (v == 0) return 0;
-  const uint16_t sign = v < 0 ? 0x8000 : 0;
-  const uint64_t m = static_cast<uint64_t>(v < 0 ? -v : v);
-  int e = 63 - __builtin_clzll(m);
-  return static_cast<uint16_t>(sign | (e + 15) << 10 | ((m << (10 - e)) & 0x3ff));
-}
-
-void Encode(int64_t v, ringoDataType_t t, void* dst) {
-  switch (t) {
-    case ringoFloat16: { const uint16_t h = HalfOfInt(v); memcpy(dst, &h, 2); return; }
-    case ringoBfloat16: {  // the high half of the float32: exact for small integers
-      const float f = static_cast<float>(v);
-      uint32_t bits;
-      memcpy(&bits, &f, 4);
-      const uint16_t b = static_cast<uint16_t>(bits >> 16);
-      memcpy(dst, &b, 2);
-      return;
-    }
-    case ringoFloat32: { const float f = static_cast<float>(v); memcpy(dst, &f, 4); return; }
-    case ringoFloat64: { const double d = static_cast<double>(v); memcpy(dst, &d, 8); return; }
-    default: memcpy(dst, &v, SizeOf(t)); return;  // little-endian: the low bytes wrap like a cast
-  }
-}
-
-// The raw bytes of one element, for failure messages.
-std::string Hex(const unsigned char* p, size_t size) {
-  static const char* const digits = "0123456789abcdef";
-  std::string s = "0x";
-  for (size_t b = size; b-- > 0;) s += digits[p[b] >> 4], s += digits[p[b] & 15];
-  return s;
-}
+using ringo_cases::Case;
+using ringo_cases::CaseBufs;
+using ringo_cases::Coll;
+using ringo_cases::IsFloat;
+using ringo_cases::IsUnsigned;
+using ringo_cases::kClasses;
+using ringo_cases::Label;
 
 // ---------------------------------------------------------------------------------------------
-// Exact data: element i of rank r depends on (class of i, r) only, so the reference is one fold
-// per class. Classes are a hash of i (a misplaced chunk shows) modulo 840 = lcm(1..8).
+// Exact data (see collective_cases.h for how a pattern is built from it). Every value is a small
+// integer, exact in every type (fp16 holds integers up to 2048 exactly, bfloat16 up to 256):
 //   sum, max, min, int avg: (7c + 3r) mod 5, minus 2 for signed types;
 //   prod: 2, then 3 (signed: -1), then 1s, by (c + r) mod 8: each at most once for N <= 8;
 //   float avg: base(c) + (N-1 on rank c mod N, else -1): the sum is N*base(c), so the average is
-//   exact however the library divides. Integer avg is the sum divided with C's truncation.
+//   exact however the library divides.
 
-constexpr uint32_t kClasses = 840;
-
-uint32_t ClassOf(size_t i) {
-  uint64_t x = (static_cast<uint64_t>(i) + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 29;
-  return static_cast<uint32_t>(x % kClasses);
-}
-
-int64_t Input(ringoDataType_t t, ringoRedOp_t op, uint32_t c, int r, int n) {
-  if (op == ringoProd) {
-    const uint32_t k = (c + static_cast<uint32_t>(r)) % 8;
-    return k == 0 ? 2 : k == 1 ? (IsUnsigned(t) ? 3 : -1) : 1;
+struct RingData {
+  static uint32_t ClassOf(size_t i) {
+    uint64_t x = (static_cast<uint64_t>(i) + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    return static_cast<uint32_t>(x % kClasses);
   }
-  if (op == ringoAvg && IsFloat(t)) {
-    const int64_t base = static_cast<int64_t>(c * 3 % 5) - 2;
-    return base + (static_cast<uint32_t>(r) == c % static_cast<uint32_t>(n) ? n - 1 : -1);
-  }
-  const int64_t v = (c * 7 + static_cast<uint32_t>(r) * 3) % 5;
-  return IsUnsigned(t) ? v : v - 2;
-}
 
-class Pattern {
- public:
-  Pattern(ringoDataType_t t, ringoRedOp_t op, int n)
-      : size_(SizeOf(t)), in_(static_cast<size_t>(n) * kClasses * size_), out_(kClasses * size_) {
-    for (uint32_t c = 0; c < kClasses; c++) {
-      int64_t acc = 0;
-      for (int r = 0; r < n; r++) {
-        const int64_t v = Input(t, op, c, r, n);
-        Encode(v, t, &in_[(static_cast<size_t>(r) * kClasses + c) * size_]);
-        if (r == 0) acc = v;
-        else if (op == ringoSum || op == ringoAvg) acc += v;
-        else if (op == ringoProd) acc *= v;
-        else if (op == ringoMax) acc = std::max(acc, v);
-        else acc = std::min(acc, v);
-      }
-      Encode(op == ringoAvg ? acc / n : acc, t, &out_[c * size_]);  // exact for floats by construction
+  static int64_t Input(ringoDataType_t t, ringoRedOp_t op, uint32_t c, int r, int n) {
+    if (op == ringoProd) {
+      const uint32_t k = (c + static_cast<uint32_t>(r)) % 8;
+      return k == 0 ? 2 : k == 1 ? (IsUnsigned(t) ? 3 : -1) : 1;
     }
+    if (op == ringoAvg && IsFloat(t)) {
+      const int64_t base = static_cast<int64_t>(c * 3 % 5) - 2;
+      return base + (static_cast<uint32_t>(r) == c % static_cast<uint32_t>(n) ? n - 1 : -1);
+    }
+    const int64_t v = (c * 7 + static_cast<uint32_t>(r) * 3) % 5;
+    return IsUnsigned(t) ? v : v - 2;
   }
-  const unsigned char* In(int r, size_t i) const {
-    return &in_[(static_cast<size_t>(r) * kClasses + ClassOf(i)) * size_];
-  }
-  const unsigned char* Out(size_t i) const { return &out_[ClassOf(i) * size_]; }
-  size_t size() const { return size_; }
-
- private:
-  size_t size_;
-  std::vector<unsigned char> in_, out_;
 };
+
+using Pattern = ringo_cases::ExactPattern<RingData>;
 
 // ---------------------------------------------------------------------------------------------
 // One collective call with buffers laid out as ringo.h says, checked in full on every rank.
 
-enum Coll { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
-const char* const kCollNames[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"};
-
-struct Case {
-  Coll coll;
-  ringoDataType_t type;
-  ringoRedOp_t op;
-  size_t count;
-  bool inplace;
-  int root;
-};
-
-std::string Label(const Case& c) {
-  std::ostringstream os;
-  os << kCollNames[c.coll] << " " << TypeName(c.type);
-  if (c.coll != kAllGather && c.coll != kBroadcast) os << " " << OpName(c.op);
-  os << " count=" << c.count << (c.inplace ? " in-place" : " out-of-place");
-  if (c.coll == kBroadcast || c.coll == kReduce) os << " root=" << c.root;
-  return os.str();
-}
-
-constexpr size_t kGuard = 64;
-constexpr unsigned char kGuardByte = 0xa5, kPoison = 0xcd;
-
-// A buffer of `bytes` poisoned bytes followed by a guard zone that must survive the call.
-struct Buf {
-  std::vector<unsigned char> mem;
-  explicit Buf(size_t bytes = 0) : mem(bytes + kGuard, kPoison) {
-    memset(mem.data() + bytes, kGuardByte, kGuard);
-  }
-  unsigned char* at(size_t byte) { return mem.data() + byte; }
-  bool GuardIntact() const {
-    return std::all_of(mem.end() - kGuard, mem.end(), [](unsigned char b) { return b == kGuardByte; });
-  }
-};
-
-struct Bufs {
-  Buf a, b;
-  unsigned char* send = nullptr;
-  unsigned char* recv = nullptr;
-};
-
-void Fill(unsigned char* p, const Pattern& pat, int r, size_t count) {
-  for (size_t j = 0; j < count; j++) memcpy(p + j * pat.size(), pat.In(r, j), pat.size());
-}
-
 // AllGather and Broadcast move data without an op: they use the sum pattern.
 Pattern PatternFor(const Case& c, int n) {
-  return Pattern(c.type, c.coll == kAllGather || c.coll == kBroadcast ? ringoSum : c.op, n);
+  return Pattern(c.type, c.coll == Coll::kAllGather || c.coll == Coll::kBroadcast ? ringoSum : c.op, n);
 }
 
-void Prepare(const Case& c, const Pattern& pat, int n, int r, Bufs* b) {
-  const size_t bytes = c.count * pat.size(), all = bytes * static_cast<size_t>(n);
-  if (c.coll == kReduceScatter) {
-    b->a = Buf(all);
-    Fill(b->a.at(0), pat, r, c.count * static_cast<size_t>(n));
-    b->send = b->a.at(0);
-    if (!c.inplace) b->b = Buf(bytes);
-    b->recv = c.inplace ? b->a.at(static_cast<size_t>(r) * bytes) : b->b.at(0);
-  } else if (c.coll == kAllGather) {
-    b->b = Buf(all);
-    b->recv = b->b.at(0);
-    if (!c.inplace) b->a = Buf(bytes);
-    b->send = c.inplace ? b->b.at(static_cast<size_t>(r) * bytes) : b->a.at(0);
-    Fill(b->send, pat, r, c.count);
-  } else {
-    b->a = Buf(bytes);
-    Fill(b->a.at(0), pat, r, c.count);
-    b->send = b->a.at(0);
-    if (!c.inplace) b->b = Buf(bytes);
-    b->recv = c.inplace ? b->send : b->b.at(0);
-  }
-}
-
-ringoResult_t Call(const Case& c, const Bufs& b, ringoComm_t comm) {
-  switch (c.coll) {
-    case kAllReduce: return ringoAllReduce(b.send, b.recv, c.count, c.type, c.op, comm, nullptr);
-    case kReduceScatter: return ringoReduceScatter(b.send, b.recv, c.count, c.type, c.op, comm, nullptr);
-    case kAllGather: return ringoAllGather(b.send, b.recv, c.count, c.type, comm, nullptr);
-    case kBroadcast: return ringoBroadcast(b.send, b.recv, c.count, c.type, c.root, comm, nullptr);
-    case kReduce: return ringoReduce(b.send, b.recv, c.count, c.type, c.op, c.root, comm, nullptr);
-  }
-  return ringoInternalError;
-}
-
-// "" when the count elements at p are expect(j), else what is wrong and where first.
-template <class F>
-std::string Check(const unsigned char* p, size_t count, size_t size, const char* what, F expect) {
-  size_t wrong = 0, first = 0;
-  for (size_t j = 0; j < count; j++)
-    if (memcmp(p + j * size, expect(j), size) != 0 && wrong++ == 0) first = j;
-  if (wrong == 0) return "";
-  std::ostringstream os;
-  os << what << ": " << wrong << " of " << count << " elements wrong, first at " << first << ": expected "
-     << Hex(expect(first), size) << ", got " << Hex(p + first * size, size) << "; ";
-  return os.str();
-}
-
-std::string Verify(const Case& c, const Pattern& pat, int n, int r, Bufs& b) {
-  const size_t cnt = c.count, sz = pat.size();
-  const unsigned char poison[8] = {kPoison, kPoison, kPoison, kPoison, kPoison, kPoison, kPoison, kPoison};
-  auto own = [&](size_t j) { return pat.In(r, j); };
-  auto reduced = [&](size_t j) { return pat.Out(j); };
-  std::string err;
-  switch (c.coll) {
-    case kAllReduce: err += Check(b.recv, cnt, sz, "result", reduced); break;
-    case kReduceScatter:
-      err += Check(b.recv, cnt, sz, "result", [&](size_t j) { return pat.Out(static_cast<size_t>(r) * cnt + j); });
-      break;
-    case kAllGather:
-      err += Check(b.recv, cnt * static_cast<size_t>(n), sz, "result",
-                   [&](size_t j) { return pat.In(static_cast<int>(j / cnt), j % cnt); });
-      break;
-    case kBroadcast: err += Check(b.recv, cnt, sz, "result", [&](size_t j) { return pat.In(c.root, j); }); break;
-    case kReduce:
-      if (r == c.root) err += Check(b.recv, cnt, sz, "result on the root", reduced);
-      else if (c.inplace) err += Check(b.recv, cnt, sz, "a non-root's buffer changed", own);
-      else err += Check(b.recv, cnt, sz, "a non-root's recvbuff was written", [&](size_t) { return poison; });
-      break;
-  }
+std::string Verify(const Case& c, const Pattern& pat, int n, int r, const CaseBufs& b) {
+  std::string err = ringo_cases::CheckRecv(c, pat, n, r, b);
   // sendbuff must stay as it was whenever it is not also (part of) recvbuff.
-  const size_t sent = c.coll == kReduceScatter ? cnt * static_cast<size_t>(n) : cnt;
-  if (!c.inplace) err += Check(b.send, sent, sz, "sendbuff changed", own);
-  if (!b.a.GuardIntact() || !b.b.GuardIntact()) err += "wrote past the end of a buffer; ";
+  if (!c.inplace) ringo_cases::Append(&err, ringo_cases::CheckSendUnchanged(c, pat, n, r, b));
+  if (!b.GuardsIntact()) ringo_cases::Append(&err, "wrote past the end of a buffer");
   return err;
 }
 
@@ -278,9 +85,9 @@ std::string Verify(const Case& c, const Pattern& pat, int n, int r, Bufs& b) {
 // this test states: all-reduce with N | count sends 2(N-1)/N of the data, reduce-scatter and
 // all-gather (N-1) blocks.
 int64_t LawBytes(const Case& c, int n) {
-  const int64_t bytes = static_cast<int64_t>(c.count * SizeOf(c.type));
-  if (c.coll == kAllReduce) return c.count % static_cast<size_t>(n) == 0 ? 2 * (n - 1) * bytes / n : -1;
-  if (c.coll == kReduceScatter || c.coll == kAllGather) return (n - 1) * bytes;
+  const int64_t bytes = static_cast<int64_t>(c.count * ringo_cases::TypeSize(c.type));
+  if (c.coll == Coll::kAllReduce) return c.count % static_cast<size_t>(n) == 0 ? 2 * (n - 1) * bytes / n : -1;
+  if (c.coll == Coll::kReduceScatter || c.coll == Coll::kAllGather) return (n - 1) * bytes;
   return -1;
 }
 
@@ -289,11 +96,11 @@ int64_t LawBytes(const Case& c, int n) {
 // out of step then, and the caller must stop.
 std::string RunCase(const Case& c, ringoComm_t comm, int n, int r, uint64_t* hash, bool* ok) {
   const Pattern pat = PatternFor(c, n);
-  Bufs b;
-  Prepare(c, pat, n, r, &b);
+  CaseBufs b;
+  ringo_cases::Prepare(c, pat, n, r, &b);
   ringoCommStats before{}, after{};
   ringoCommGetStats(comm, &before);
-  const ringoResult_t res = Call(c, b, comm);
+  const ringoResult_t res = ringo_cases::Call(c, b, comm);
   *ok = res == ringoSuccess;
   if (!*ok) return std::string("returned ") + ResultName(res) + ": " + ringoGetLastError(comm);
   ringoCommGetStats(comm, &after);
@@ -302,11 +109,12 @@ std::string RunCase(const Case& c, ringoComm_t comm, int n, int r, uint64_t* has
   const int64_t sent = static_cast<int64_t>(after.bytesSent - before.bytesSent);
   const int64_t received = static_cast<int64_t>(after.bytesReceived - before.bytesReceived);
   if (law >= 0 && (sent != law || received != law))
-    err += "counters grew by " + std::to_string(sent) + " sent / " + std::to_string(received) +
-           " received bytes, the ring law says " + std::to_string(law) + "; ";
-  if (after.collectives != before.collectives + 1) err += "collectives counter did not grow by one; ";
-  const size_t out = c.coll == kAllGather ? c.count * static_cast<size_t>(n) : c.count;
-  const bool same_everywhere = c.coll == kAllReduce || c.coll == kAllGather || c.coll == kBroadcast;
+    ringo_cases::Append(&err, "counters grew by " + std::to_string(sent) + " sent / " + std::to_string(received) +
+                                  " received bytes, the ring law says " + std::to_string(law));
+  if (after.collectives != before.collectives + 1) ringo_cases::Append(&err, "collectives counter did not grow by one");
+  const size_t out = c.coll == Coll::kAllGather ? c.count * static_cast<size_t>(n) : c.count;
+  const bool same_everywhere =
+      c.coll == Coll::kAllReduce || c.coll == Coll::kAllGather || c.coll == Coll::kBroadcast;
   *hash = same_everywhere ? ringo_mpi_test::Hash64(b.recv, out * pat.size(), 1 + c.count) : 0;
   return err;
 }
@@ -429,24 +237,24 @@ std::vector<Case> Cases(const RingConfig& cfg) {
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   std::vector<Case> cases;
   int root = 0;
-  for (int coll = kAllReduce; coll <= kReduce; coll++) {
-    const bool has_op = coll != kAllGather && coll != kBroadcast;
-    for (ringoDataType_t t : kTypes)
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+    const bool has_op = coll != Coll::kAllGather && coll != Coll::kBroadcast;
+    for (ringoDataType_t t : ringo_cases::kAllTypes)
       for (int o = 0; o < (has_op ? RINGO_NUM_OPS : 1); o++)
         for (size_t count : counts)
           for (int inplace = 0; inplace < 2; inplace++) {
-            const bool rooted = coll == kBroadcast || coll == kReduce;
-            cases.push_back({static_cast<Coll>(coll), t, kOps[o], count, inplace != 0, rooted ? root++ % n : 0});
+            const bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
+            cases.push_back({coll, t, ringo_cases::kAllOps[o], count, inplace != 0, rooted ? root++ % n : 0});
           }
   }
   // A few large cases: many slices per chunk, so the slot FIFOs wrap many times.
   const size_t big = 1000003;
-  cases.push_back({kAllReduce, ringoFloat32, ringoSum, big, false, 0});
-  cases.push_back({kAllReduce, ringoBfloat16, ringoAvg, big, true, 0});
-  cases.push_back({kReduceScatter, ringoInt8, ringoMax, big, false, 0});
-  cases.push_back({kAllGather, ringoUint8, ringoSum, big, true, 0});
-  cases.push_back({kBroadcast, ringoFloat64, ringoSum, big, false, n - 1});
-  cases.push_back({kReduce, ringoInt32, ringoProd, big, true, n / 2});
+  cases.push_back({Coll::kAllReduce, ringoFloat32, ringoSum, big, false, 0});
+  cases.push_back({Coll::kAllReduce, ringoBfloat16, ringoAvg, big, true, 0});
+  cases.push_back({Coll::kReduceScatter, ringoInt8, ringoMax, big, false, 0});
+  cases.push_back({Coll::kAllGather, ringoUint8, ringoSum, big, true, 0});
+  cases.push_back({Coll::kBroadcast, ringoFloat64, ringoSum, big, false, n - 1});
+  cases.push_back({Coll::kReduce, ringoInt32, ringoProd, big, true, n / 2});
   return cases;
 }
 
@@ -564,7 +372,7 @@ void UserTrafficAcrossCollectives(MPI_Comm sub, const RingConfig& cfg) {
   MPI_Irecv(late_in.data(), kLen, MPI_INT32_T, MPI_ANY_SOURCE, MPI_ANY_TAG, sub, &reqs[1]);
   MPI_Isend(out.data(), kLen, MPI_INT32_T, next, kTag, sub, &reqs[2]);
   for (size_t count : {size_t{1000}, size_t{300001}}) {
-    const Case c{kAllReduce, ringoInt32, ringoSum, count, false, 0};
+    const Case c{Coll::kAllReduce, ringoInt32, ringoSum, count, false, 0};
     uint64_t hash = 0;
     bool ok = true;
     const std::string err = RunCase(c, comm, n, r, &hash, &ok);
