@@ -4,7 +4,6 @@
 #include "comm.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -86,18 +85,6 @@ static void log_ring(ringoComm_t comm, const struct rank_info* info) {
              comm->ring[0], comm->slot_bytes, comm->env.nslots);
 }
 
-/* Polling only pays while every rank of this host has a core of its own; once they outnumber the
- * cores, a spinning rank holds the core its peer needs to make progress (measured: 4 ranks on 2
- * cores, 4 KiB all-reduce 410 us spinning 2000 polls, 25 us yielding at once). */
-static int choose_spin(const ringoComm_t comm, const struct rank_info* info) {
-  if (comm->env.spin >= 0) return comm->env.spin;
-  int local = 0;
-  for (int r = 0; r < comm->nranks; r++) local += strcmp(info[r].host, info[comm->rank].host) == 0;
-  cpu_set_t set;
-  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  return local > cpus ? 0 : 2000;
-}
-
 /* One directed link this rank is an end of: data flows from rank `from` to rank `to`. The
  * receiver allocates it and publishes its description in slot `slot` of its allgather block. */
 struct link_plan {
@@ -116,7 +103,7 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
   ringoResult_t res = mine && all ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for link info");
   struct ringo_link_params p = {.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
                                 .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
-                                .spin = choose_spin(comm, info), .self_rank = comm->rank, .ctx = comm->tctx};
+                                .spin = comm->env.spin, .self_rank = comm->rank, .ctx = comm->tctx};
   for (int i = 0; res == ringoSuccess && i < nplans; i++) {
     const struct link_plan* l = &plans[i];
     const int peer = l->to == comm->rank ? l->from : l->to;
