@@ -53,7 +53,10 @@ CUDA_SRC ?= $(wildcard cuda/*.cu)
 CUDA_OBJ := $(if $(NVCC),$(CUDA_SRC:%.cu=$(BUILD)/obj/%.o))
 ifneq ($(NVCC),)
 CPPFLAGS += -DRINGO_HAVE_CUDA $(if $(wildcard $(CUDA_ROOT)/include/cuda_runtime_api.h),-I$(CUDA_ROOT)/include)
-LDLIBS += $(if $(CUDA_LIB),-L$(CUDA_LIB) -Wl$(comma)-rpath$(comma)$(CUDA_LIB)) -lcudart
+# nvcc's launch stubs use C++ function-local statics (__cxa_guard_*): the C-linked .so and C programs
+# linking libringo.a need libstdc++ as well.
+CUDA_LDLIBS := $(if $(CUDA_LIB),-L$(CUDA_LIB) -Wl$(comma)-rpath$(comma)$(CUDA_LIB)) -lcudart -lstdc++
+LDLIBS += $(CUDA_LDLIBS)
 LIB_OBJ += $(CUDA_OBJ)
 endif
 
@@ -64,7 +67,7 @@ $(BUILD)/obj/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/include/*.h) include/
 # Every object depends on the CUDA configuration, so switching CUDA on or off (or the arch) in one
 # build folder rebuilds them, and with them the libraries, tests and tools. The stamp is rewritten
 # only when the configuration changed.
-CUDA_CONFIG := $(if $(NVCC),$(NVCC) $(CUDA_GENCODE),none)
+CUDA_CONFIG := $(if $(NVCC),$(NVCC) $(CUDA_GENCODE) $(CUDA_LDLIBS),none)
 $(BUILD)/cuda.config: cuda-config-check
 	@mkdir -p $(dir $@)
 	@echo '$(CUDA_CONFIG)' | cmp -s - $@ || echo '$(CUDA_CONFIG)' > $@
@@ -72,7 +75,7 @@ $(LIB_OBJ): $(BUILD)/cuda.config
 
 detect: cuda-detect
 cuda-detect:
-	@echo "ringo build: CUDA $(if $(NVCC),on: cuda/*.cu for sm_90 + compute_90 PTX$(comma) -lcudart from $(CUDA_LIB),part skipped ($(if $(filter 1,$(CUDA)),nvcc not found at $(CUDA_HOME)/bin/nvcc nor on PATH,CUDA=$(CUDA))): building without it)"
+	@echo "ringo build: CUDA $(if $(NVCC),on: cuda/*.cu with $(CUDA_GENCODE)$(comma) -lcudart from $(CUDA_LIB),part skipped ($(if $(filter 1,$(CUDA)),nvcc not found at $(CUDA_HOME)/bin/nvcc nor on PATH,CUDA=$(CUDA))): building without it)"
 
 # On a machine with a GPU: build for sm_90, run the GPU suites, log everything into LOG (a folder).
 gpu-check:
@@ -123,7 +126,7 @@ $(BUILD)/test/%: test/%.cc $(TEST_SUPPORT) $(wildcard test/*.h) $(BUILD)/lib/lib
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< $(TEST_SUPPORT) -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
 
-$(BUILD)/test/mpi/%: test/mpi/%.cc test/mpi/main.cc $(wildcard test/mpi/*.h) $(BUILD)/lib/libringo.a
+$(BUILD)/test/mpi/%: test/mpi/%.cc test/mpi/main.cc $(wildcard test/mpi/*.h test/*.h) $(BUILD)/lib/libringo.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< test/mpi/main.cc -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
 
@@ -137,8 +140,8 @@ bench: deps
 
 # Every test binary, then one closing line "N passed, M failed[, K skipped]".
 test: deps
-	@$(MAKE) --no-print-directory all tests
-	@.ci/run_tests.sh $(TEST_BIN) $(MPI_TEST_BIN)
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all tests
+	@MAKE="$(MAKE)" QUICK="$(QUICK)" SANITIZE="$(SANITIZE)" .ci/test_all.sh $(TEST_BIN) $(MPI_TEST_BIN)
 
 # Pictures: busbw vs size (ringo, Open MPI, naive, bound) and bytes sent per rank vs N, from
 # real runs -> $(BUILD)/plots/ and docs/img/.
@@ -154,7 +157,88 @@ install: lib
 	install -m 755 $(BUILD)/lib/libringo.so $(DESTDIR)$(PREFIX)/lib/libringo.so.0
 	ln -sf libringo.so.0 $(DESTDIR)$(PREFIX)/lib/libringo.so
 	install -m 644 $(BUILD)/lib/libringo.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@MPI_LIBS@|$(MPI_LIBS)|' src/ringo.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringo.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@MPI_LIBS@|$(MPI_LIBS)|' -e 's|@CUDA_LIBS@|$(CUDA_LDLIBS)|' src/ringo.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringo.pc
 
 clean:
 	rm -rf build build-*
+
+# ==== reliability: sanitizers, ThreadSanitizer, valgrind, fuzzers (.ci/test_all.sh) ==============
+# `make test` runs, after the normal suites: test-asan, test-tsan, test-valgrind and fuzz, and
+# totals them all in its one closing line. `make test QUICK=1` (or any SANITIZE= build) runs only
+# the normal suites. Each also runs alone. What each covers and costs: README, "Testing".
+.PHONY: test-asan test-tsan test-valgrind fuzz fuzzers
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+SUBMAKE_J  := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
+ASAN_BUILD ?= build-address-undefined
+TSAN_BUILD ?= build-thread
+
+# Sanitizer builds leave CUDA out (nvcc objects are not instrumented, and the sanitizer runtimes
+# do not mix with a GPU driver) and compile the test support files (harness, main) once, not once
+# per suite: $(call SAN_MAKE,folder,sanitizers) targets...
+SAN_MAKE = $(MAKE) --no-print-directory $(SUBMAKE_J) CUDA=0 BUILD=$(1) SANITIZE=$(2) \
+           TEST_SUPPORT="$(patsubst test/%.cc,$(1)/support/%.o,$(TEST_SUPPORT))"
+$(BUILD)/support/%.o: test/%.cc $(wildcard test/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+# AddressSanitizer + UBSan (leaks included) over every suite, the MPI ones under mpirun too.
+# Run-time options and the Open MPI leak suppressions: .ci/run_tests.sh, .ci/lsan.supp.
+test-asan: deps
+	@$(call SAN_MAKE,$(ASAN_BUILD),address$(comma)undefined) tests
+	@RINGO_STAGE="address,undefined" .ci/run_tests.sh $(patsubst $(BUILD)/%,$(ASAN_BUILD)/%,$(TEST_BIN) $(MPI_TEST_BIN))
+
+# ThreadSanitizer over the suites where threads share a process (ranks as threads, the bootstrap
+# root thread, abort from another thread, the DDP comm thread). Of the collective sweeps only one
+# runs with a thread per rank (N=3, about a minute under TSan); the rest run in group mode.
+TSAN_SUITES ?= test_api test_bootstrap test_shm test_failures test_ddp test_collectives
+TSAN_FILTER_test_collectives ?= N/AllReduceThreads.OneThreadPerRank/1:OtherCollectivesGroup.*:CountersGroup.*
+TSAN_RUN := $(foreach t,$(filter $(TSAN_SUITES),$(TEST_SRC:test/%.cc=%)),$(TSAN_BUILD)/test/$(t)$(if $(TSAN_FILTER_$(t)),@$(TSAN_FILTER_$(t))))
+test-tsan: deps
+	@$(call SAN_MAKE,$(TSAN_BUILD),thread) $(foreach r,$(TSAN_RUN),$(firstword $(subst @, ,$(r))))
+	@RINGO_STAGE="thread sanitizer" .ci/run_tests.sh $(foreach r,$(TSAN_RUN),'$(r)')
+
+# Memcheck on one multi-rank run of the normal build: forked ranks 1..8 over shm, every collective
+# and root with 4 ranks. Leaks a forked rank inherits from its parent are suppressed (.ci/valgrind.supp).
+VALGRIND_RUN ?= $(BUILD)/test/test_collectives@N/Counters.*:N/OtherCollectivesFork.EveryRootAndPlacement/3
+VALGRIND     ?= valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+                --suppressions=.ci/valgrind.supp
+test-valgrind: deps $(firstword $(subst @, ,$(VALGRIND_RUN)))
+	@RINGO_STAGE=valgrind RINGO_TEST_LAUNCH="$(VALGRIND)" .ci/run_tests.sh '$(VALGRIND_RUN)'
+
+# libFuzzer harnesses (test/fuzz/fuzz_*.cc), one per parser of bytes that come from another
+# process, each run for FUZZ_TIME seconds by `make fuzz` (corpus kept in $(FUZZ_BUILD)/corpus/).
+# The library is rebuilt with clang for coverage feedback, ASan and UBSan.
+FUZZ_TIME    ?= 20
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_CXX     ?= clang++
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_SRC     := $(wildcard test/fuzz/fuzz_*.cc)
+FUZZ_BIN     := $(FUZZ_SRC:test/fuzz/%.cc=$(FUZZ_BUILD)/bin/%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+# Host code only: the nvcc objects are not part of the fuzzing build.
+FUZZ_CPPFLAGS = $(filter-out -DRINGO_HAVE_CUDA,$(CPPFLAGS))
+
+fuzzers: $(FUZZ_BIN)
+fuzz: deps
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) fuzzers
+	@RINGO_STAGE=fuzzers FUZZ_TIME=$(FUZZ_TIME) FUZZ_DIR=$(FUZZ_BUILD) .ci/fuzz.sh $(FUZZ_BIN)
+
+$(FUZZ_BUILD)/obj/%.o: %.c $(wildcard include/*.h src/include/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -O1 -g $(WARN) -fPIC -fvisibility=hidden -pthread -fsanitize=fuzzer-no-link $(FUZZ_SAN) -DRINGO_BUILDING_LIBRARY -c $< -o $@
+
+# clang 14 rejects reduce.c's gcc CPU dispatch (__builtin_cpu_supports("f16c")); no fuzzer aims
+# at the arithmetic, so it is built with gcc and left uninstrumented.
+$(FUZZ_BUILD)/obj/src/reduce.o: src/reduce.c $(wildcard include/*.h src/include/*.h)
+	@mkdir -p $(dir $@)
+	gcc $(FUZZ_CPPFLAGS) -std=c11 -O2 -g $(WARN) -fPIC -fvisibility=hidden -pthread -DRINGO_BUILDING_LIBRARY -c $< -o $@
+
+$(FUZZ_BUILD)/lib/libringo.a: $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/bin/%: test/fuzz/%.cc test/fuzz/fuzz.h $(FUZZ_BUILD)/lib/libringo.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(FUZZ_CPPFLAGS) -std=c++17 -O1 -g $(WARN) -pthread -fsanitize=fuzzer $(FUZZ_SAN) $< -o $@ $(FUZZ_BUILD)/lib/libringo.a $(LDLIBS)
+# ==== end of reliability block ====================================================================

@@ -10,6 +10,11 @@ command -v make >/dev/null || need+=(make)
 # Open MPI: the MPI transport, its tests under mpirun, and the benchmark's --compare mpi.
 command -v mpirun >/dev/null || need+=(openmpi-bin)
 command -v mpicc >/dev/null || need+=(libopenmpi-dev)
+# The reliability stages of `make test`: libFuzzer harnesses (clang and its fuzzer/sanitizer runtimes,
+# a separate package from clang on Debian 12) and one valgrind run.
+{ command -v clang && command -v clang++; } >/dev/null || need+=(clang)
+compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-$(uname -m).a" >/dev/null || need+=(libclang-rt-14-dev)
+command -v valgrind >/dev/null || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then
   echo "deps: installing ${need[*]}"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

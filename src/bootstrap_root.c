@@ -267,8 +267,8 @@ static int conn_read(struct root* rt, struct conn* c) {
   for (;;) {
     const int in_head = c->got < HDR || c->state == CONN_PENDING;
     const size_t want = (c->got < HDR ? HDR : HDR + (size_t)c->h.length) - c->got;
+    if (want == 0) return READ_FRAME; /* before dst: an empty BYE has no body (NULL + 0 is UB) */
     uint8_t* dst = in_head ? c->head + c->got : c->body + (c->got - HDR);
-    if (want == 0) return READ_FRAME;
     const ssize_t n = recv(c->fd, dst, want, MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) return READ_LOST;
     if (n < 0 && errno != EINTR) return READ_MORE;

@@ -329,7 +329,8 @@ bool Shared::Barrier(double timeout_s) {
   const double start = Now();
   for (;;) {
     if (mem->generation.load() != gen) return true;
-    if (mem->left.load() > 0) return false;
+    // A participant may pass this barrier and leave between the two loads: look again.
+    if (mem->left.load() > 0) return mem->generation.load() != gen;
     if (Now() - start > timeout_s) return false;
     sched_yield();
   }

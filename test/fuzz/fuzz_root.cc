@@ -1,0 +1,196 @@
+// fuzz_root.cc — libFuzzer harness for hostile input at the bootstrap port: per input a fresh root
+// (ringoGetUniqueId) gets the bytes over TCP from a stranger or from a member next to genuine ranks.
+// Depends on src/include/bootstrap.h; run with `make fuzz`. The checks: see LLVMFuzzerTestOneInput.
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern "C" {
+#include "bootstrap.h"
+#include "core.h"
+}
+
+#include "fuzz.h"
+
+namespace {
+
+using ringo_fuzz::Cursor;
+using ringo_fuzz::KnownResult;
+
+constexpr double kRankTimeout = 2.0;  // genuine ranks' RINGO_TIMEOUT-like bound
+constexpr double kCloseBound = 5.0;   // the root must have closed our connection by then
+
+// A client socket closed with a reset, so thousands of inputs leave no TIME_WAIT behind.
+int Connect(const ringo_bootstrap_id_info& info) {
+  const int fd = socket(info.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  FUZZ_CHECK(fd >= 0);
+  const linger hard = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&info.addr), info.addrlen) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends out (all of it, unless the root closes first) while reading whatever the root says; with
+// until_bytes > 0 stops once that much has arrived, else shuts our side down and reads to EOF.
+// Returns false when the root neither answered nor closed within kCloseBound.
+bool Exchange(int fd, const std::vector<uint8_t>& out, std::vector<uint8_t>* got, size_t until_bytes) {
+  const double deadline = ringo_now() + kCloseBound;
+  size_t sent = 0;
+  bool shut = false;
+  for (;;) {
+    if (until_bytes && got->size() >= until_bytes) return true;
+    if (!until_bytes && sent == out.size() && !shut) {
+      shutdown(fd, SHUT_WR);
+      shut = true;
+    }
+    pollfd p = {fd, static_cast<short>(POLLIN | (sent < out.size() ? POLLOUT : 0)), 0};
+    const double left = deadline - ringo_now();
+    if (left <= 0) return false;
+    if (poll(&p, 1, static_cast<int>(left * 1000) + 1) < 0 && errno != EINTR) return true;
+    if (p.revents & POLLIN) {
+      uint8_t buf[4096];
+      const ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;  // closed (or reset)
+      if (n > 0) got->insert(got->end(), buf, buf + n);
+    }
+    if ((p.revents & POLLOUT) && sent < out.size()) {
+      const ssize_t n = send(fd, out.data() + sent, out.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) sent += static_cast<size_t>(n);
+      else if (n < 0 && errno != EAGAIN && errno != EINTR) sent = out.size();  // root gone: stop sending
+    }
+    if ((p.revents & (POLLERR | POLLHUP)) && !(p.revents & POLLIN)) return true;
+  }
+}
+
+// Everything the root writes is a sequence of whole, valid OK / ERROR / RESULT frames; only the
+// last may be cut short (the root closes a half-sent RESULT rather than splice in an ERROR).
+void CheckRootStream(const std::vector<uint8_t>& s) {
+  size_t at = 0;
+  while (at + RINGO_BOOTSTRAP_HEADER_BYTES <= s.size()) {
+    ringo_bootstrap_header h;
+    FUZZ_CHECK(ringo_bootstrap_parse_header(s.data() + at, RINGO_BOOTSTRAP_HEADER_BYTES, UINT32_MAX, &h, nullptr, 0) ==
+               ringoSuccess);
+    FUZZ_CHECK(h.type == RINGO_BOOT_OK || h.type == RINGO_BOOT_ERROR || h.type == RINGO_BOOT_RESULT);
+    const size_t body = at + RINGO_BOOTSTRAP_HEADER_BYTES;
+    if (body + h.length > s.size()) return;
+    if (h.type == RINGO_BOOT_OK) FUZZ_CHECK(h.length == 4);
+    if (h.type == RINGO_BOOT_RESULT) FUZZ_CHECK(h.length >= 4);
+    if (h.type == RINGO_BOOT_ERROR) {
+      ringoResult_t code;
+      char text[RINGO_BOOTSTRAP_MAX_ERROR + 1];
+      FUZZ_CHECK(ringo_bootstrap_parse_error(s.data() + body, h.length, &code, text, sizeof text) == ringoSuccess);
+    }
+    at = body + h.length;
+  }
+}
+
+// A genuine rank: join, a few allgathers, leave. Its outcome is not checked (the hostile peer may
+// legitimately end the rendezvous), only that it ends within its timeouts with a known code.
+void GenuineRank(const ringoUniqueId& id, int n, int r, int rounds, double timeout_s) {
+  ringo_bootstrap* bs = nullptr;
+  ringoResult_t res = ringo_bootstrap_init(&id, n, r, timeout_s, &bs);
+  FUZZ_CHECK(KnownResult(res));
+  for (int k = 0; res == ringoSuccess && k < rounds; k++) {
+    uint8_t mine[8], all[8 * 4];
+    memset(mine, r + 16 * k, sizeof mine);
+    res = ringo_bootstrap_allgather(bs, mine, sizeof mine, all);
+    FUZZ_CHECK(KnownResult(res));
+  }
+  if (bs) ringo_bootstrap_close(bs);
+}
+
+// Root threads name themselves; one that outlives its rendezvous would pile up here.
+int RootThreads() {
+  int count = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return 0;
+  while (dirent* e = readdir(d)) {
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    if (comm && std::getline(comm, name) && name == "ringo-boot") count++;
+  }
+  closedir(d);
+  return count;
+}
+
+void PatchSecret(std::vector<uint8_t>& raw, const uint8_t* secret) {
+  // Where a HELLO carries its secret, so the fuzzer can reach the checks behind it.
+  if (raw.size() >= RINGO_BOOTSTRAP_HEADER_BYTES + RINGO_BOOTSTRAP_SECRET_BYTES)
+    memcpy(raw.data() + RINGO_BOOTSTRAP_HEADER_BYTES, secret, RINGO_BOOTSTRAP_SECRET_BYTES);
+}
+
+// A stranger: raw bytes on a connection that has not joined.
+void Stranger(const ringoUniqueId& id, const ringo_bootstrap_id_info& info, uint8_t flags, Cursor& in) {
+  std::vector<uint8_t> raw(in.rest(), in.rest() + in.left()), got;
+  if (flags & 0x20) PatchSecret(raw, info.secret);
+  const int fd = Connect(info);
+  if (fd < 0) return;
+  FUZZ_CHECK(Exchange(fd, raw, &got, 0));
+  close(fd);
+  CheckRootStream(got);
+  // Unless the bytes joined (then our close ended the rendezvous and the root with it), a genuine
+  // one-rank job gets in at once, and its leaving ends the root thread. (When the root is gone
+  // its refused connects are retried until the timeout, so that is short.)
+  GenuineRank(id, 1, 0, 1, 0.25);
+}
+
+// A peer that joined as rank r of n with a genuine HELLO, next to genuine ranks; once the root
+// says OK it sends the fuzz bytes (ROUNDs, BYEs, junk) and leaves.
+void Member(const ringoUniqueId& id, const ringo_bootstrap_id_info& info, uint8_t flags, Cursor& in) {
+  const int n = 1 + ((flags >> 1) & 3), r = ((flags >> 3) & 3) % n, rounds = (flags >> 5) & 3;
+  const int fd = Connect(info);
+  if (fd < 0) return;
+  std::vector<uint8_t> hello(RINGO_BOOTSTRAP_HELLO_BYTES), got;
+  ringo_bootstrap_encode_hello(hello.data(), RINGO_BOOTSTRAP_VERSION, info.secret, static_cast<uint32_t>(n),
+                               static_cast<uint32_t>(r));
+  std::vector<std::thread> ranks;
+  for (int q = 0; q < n; q++)
+    if (q != r) ranks.emplace_back(GenuineRank, std::cref(id), n, q, rounds, kRankTimeout);
+  const bool answered = Exchange(fd, hello, &got, RINGO_BOOTSTRAP_HEADER_BYTES + 4);
+  FUZZ_CHECK(answered);
+  std::vector<uint8_t> raw(in.rest(), in.rest() + in.left());
+  FUZZ_CHECK(Exchange(fd, raw, &got, 0));
+  close(fd);
+  for (std::thread& t : ranks) t.join();
+  CheckRootStream(got);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  ringo_fuzz::QuietLibrary();
+  setenv("RINGO_TIMEOUT", "2", 1);  // the root's hello deadline for a silent stranger
+  return 0;
+}
+
+// Byte 0: bit 0 picks a stranger or a member; the other bits shape the job. The rest is sent.
+// Checks: the root closes every connection within a bound, writes only well-formed frames, keeps
+// admitting genuine ranks (their codes are known ones), and its threads end with their rendezvous.
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static unsigned inputs = 0;
+  Cursor in(data, size);
+  const uint8_t flags = in.Byte();
+  ringoUniqueId id;
+  if (ringoGetUniqueId(&id) != ringoSuccess) return 0;  // out of ports or fds: nothing to test
+  ringo_bootstrap_id_info info;
+  FUZZ_CHECK(ringo_bootstrap_id_decode(&id, &info) == ringoSuccess);
+  if (flags & 1) Member(id, info, flags, in);
+  else Stranger(id, info, flags, in);
+  if (++inputs % 256 == 0) {
+    usleep(200000);  // a root whose rendezvous just ended gets a moment to reap and exit
+    FUZZ_CHECK(RootThreads() < 64);
+  }
+  return 0;
+}
