@@ -111,7 +111,7 @@ void GenuineRank(const ringoUniqueId& id, int n, int r, int rounds, double timeo
   if (bs) ringo_bootstrap_close(bs);
 }
 
-// Root threads name themselves; one that outlives its rendezvous would pile up here.
+// Root threads name themselves; counting them tells whether every root has ended.
 int RootThreads() {
   int count = 0;
   DIR* d = opendir("/proc/self/task");
@@ -123,6 +123,16 @@ int RootThreads() {
   }
   closedir(d);
   return count;
+}
+
+// Waits (bounded) until no root thread is left, so no input's root outlives it.
+bool RootsGone(double within_s) {
+  const double end = ringo_now() + within_s;
+  while (RootThreads() > 0) {
+    if (ringo_now() > end) return false;
+    usleep(500);
+  }
+  return true;
 }
 
 void PatchSecret(std::vector<uint8_t>& raw, const uint8_t* secret) {
@@ -177,9 +187,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 // Byte 0: bit 0 picks a stranger or a member; the other bits shape the job. The rest is sent.
 // Checks: the root closes every connection within a bound, writes only well-formed frames, keeps
-// admitting genuine ranks (their codes are known ones), and its threads end with their rendezvous.
+// admitting genuine ranks (their codes are known ones), and its thread ends with its rendezvous.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static unsigned inputs = 0;
   Cursor in(data, size);
   const uint8_t flags = in.Byte();
   ringoUniqueId id;
@@ -188,9 +197,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(ringo_bootstrap_id_decode(&id, &info) == ringoSuccess);
   if (flags & 1) Member(id, info, flags, in);
   else Stranger(id, info, flags, in);
-  if (++inputs % 256 == 0) {
-    usleep(200000);  // a root whose rendezvous just ended gets a moment to reap and exit
-    FUZZ_CHECK(RootThreads() < 64);
+  // The rendezvous is over (or never began, if a slow cleanup join missed it: then one more):
+  // its root thread must end.
+  if (!RootsGone(3.0)) {
+    GenuineRank(id, 1, 0, 1, kRankTimeout);
+    FUZZ_CHECK(RootsGone(3.0));
   }
   return 0;
 }
