@@ -85,7 +85,7 @@ gpu-check:
 # ---- CUDA (end) ----
 
 .PHONY: all lib tests tools test bench install detect clean deps plot
-all: detect lib tools
+all: detect lib tools nccl
 
 detect:
 	@echo "ringo build: cc=$(CC) nvcc: $(if $(NVCC),yes ($(NVCC)),no) mpi: $(if $(MPICC),yes ($(MPICC)),no)$(if $(SANITIZE), sanitize=$(SANITIZE))"
@@ -158,9 +158,65 @@ install: lib
 	ln -sf libringo.so.0 $(DESTDIR)$(PREFIX)/lib/libringo.so
 	install -m 644 $(BUILD)/lib/libringo.a $(DESTDIR)$(PREFIX)/lib/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@MPI_LIBS@|$(MPI_LIBS)|' -e 's|@CUDA_LIBS@|$(CUDA_LDLIBS)|' src/ringo.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ringo.pc
+	install -d $(DESTDIR)$(PREFIX)/lib/ringo-nccl $(DESTDIR)$(PREFIX)/include/ringo/nccl
+	install -m 755 $(NCCL_LIB) $(DESTDIR)$(PREFIX)/lib/ringo-nccl/libnccl.so.2
+	ln -sf libnccl.so.2 $(DESTDIR)$(PREFIX)/lib/ringo-nccl/libnccl.so
+	install -m 644 nccl/nccl.h $(DESTDIR)$(PREFIX)/include/ringo/nccl/nccl.h
 
 clean:
 	rm -rf build build-*
+
+# ---- NCCL drop-in (begin) ---- owned by the NCCL drop-in work (nccl/, test/*nccl*; issue #9).
+# nccl/nccl.h (NCCL 2.10.3's API) and libnccl.so.2, which forwards it to ringo, so an NCCL program
+# builds and runs unchanged: -Inccl -L$(BUILD)/lib/ringo-nccl -lnccl (nccl/README.md). The library
+# has a folder of its own so that putting it on a program's paths brings nothing else along, and
+# finds libringo.so.0 one folder up ($ORIGIN/..) in the build tree and after `make install`.
+# DT_RPATH (--disable-new-dtags), unlike DT_RUNPATH, also wins over LD_LIBRARY_PATH, where a CUDA
+# install often lists a real libnccl.so.2.
+NCCL_DIR := $(BUILD)/lib/ringo-nccl
+NCCL_LIB := $(NCCL_DIR)/libnccl.so.2
+NCCL_PROGRAM := $(BUILD)/test/nccl_program
+# The NCCL tests link only test/main.cc (or its object) of the support files: no libringo.a.
+NCCL_TEST_MAIN = $(filter %main.cc %main.o,$(TEST_SUPPORT))
+NCCL_TEST_DEFS = -DRINGO_NCCL_LIB='"$(abspath $(NCCL_LIB))"' -DRINGO_NCCL_PROGRAM='"$(abspath $(NCCL_PROGRAM))"'
+
+.PHONY: nccl
+nccl: $(NCCL_LIB) $(NCCL_DIR)/libnccl.so
+install: nccl
+
+$(BUILD)/obj/nccl/nccl_shim.o: nccl/nccl_shim.c nccl/nccl.h include/ringo.h $(BUILD)/cuda.config
+	@mkdir -p $(dir $@)
+	$(CC) -Inccl $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# libringo.so's soname is libringo.so.0: the name the shim looks for at run time.
+$(BUILD)/lib/libringo.so.0: $(BUILD)/lib/libringo.so
+	ln -sf libringo.so $@
+
+$(NCCL_LIB): $(BUILD)/obj/nccl/nccl_shim.o $(BUILD)/lib/libringo.so $(BUILD)/lib/libringo.so.0
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libnccl.so.2 $(SANFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/..' \
+	  -o $@ $< $(BUILD)/lib/libringo.so -pthread
+
+$(NCCL_DIR)/libnccl.so: $(NCCL_LIB)
+	ln -sf libnccl.so.2 $@
+
+# An NCCL program compiled and linked as its users would, against nothing but nccl.h and the shim
+# (with the CUDA headers when present, so nccl.h's CUDA branch is compiled from C too).
+$(NCCL_PROGRAM): test/nccl/nccl_program.c nccl/nccl.h $(NCCL_LIB) $(NCCL_DIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Inccl \
+	  $(if $(NVCC),-I$(CUDA_ROOT)/include) $< -o $@ \
+	  -L$(NCCL_DIR) -Wl,--disable-new-dtags,-rpath,$(abspath $(NCCL_DIR)) -lnccl -ldl
+
+# The two suites see nccl.h only and reach the shim through dlopen or nccl_program.
+$(BUILD)/test/test_nccl_abi: test/test_nccl_abi.cc $(NCCL_TEST_MAIN) nccl/nccl.h $(NCCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -Inccl $(CPPFLAGS) $(CXXFLAGS) $(NCCL_TEST_DEFS) $< $(NCCL_TEST_MAIN) -o $@ -lgtest -ldl -pthread
+
+$(BUILD)/test/test_nccl_program: test/test_nccl_program.cc $(NCCL_TEST_MAIN) $(NCCL_PROGRAM) $(NCCL_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(NCCL_TEST_DEFS) $< $(NCCL_TEST_MAIN) -o $@ -lgtest -pthread
+# ---- NCCL drop-in (end) ----
 
 # ==== reliability: sanitizers, ThreadSanitizer, valgrind, fuzzers (.ci/test_all.sh) ==============
 # `make test` runs, after the normal suites: test-asan, test-tsan, test-valgrind and fuzz, and
@@ -190,8 +246,9 @@ test-asan: deps
 # ThreadSanitizer over the suites where threads share a process (ranks as threads, the bootstrap
 # root thread, abort from another thread, the DDP comm thread). Of the collective sweeps only one
 # runs with a thread per rank (N=3, about a minute under TSan); the rest run in group mode.
-TSAN_SUITES ?= test_api test_bootstrap test_shm test_failures test_ddp test_collectives
+TSAN_SUITES ?= test_api test_bootstrap test_shm test_failures test_ddp test_collectives test_p2p
 TSAN_FILTER_test_collectives ?= N/AllReduceThreads.OneThreadPerRank/1:OtherCollectivesGroup.*:CountersGroup.*
+TSAN_FILTER_test_p2p ?= N/P2PThreads.*:N/P2PGroup.*:DeferredInit.*:P2PSelf.*
 TSAN_RUN := $(foreach t,$(filter $(TSAN_SUITES),$(TEST_SRC:test/%.cc=%)),$(TSAN_BUILD)/test/$(t)$(if $(TSAN_FILTER_$(t)),@$(TSAN_FILTER_$(t))))
 test-tsan: deps
 	@$(call SAN_MAKE,$(TSAN_BUILD),thread) $(foreach r,$(TSAN_RUN),$(firstword $(subst @, ,$(r))))

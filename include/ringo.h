@@ -132,11 +132,36 @@ RINGO_API ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t
                                     ringoDataType_t datatype, ringoRedOp_t op, int root,
                                     ringoComm_t comm, ringoStream_t stream);
 
-/** Starts a group: host collectives called by this thread until ringoGroupEnd are queued.
+/** Point-to-point: sends count elements of sendbuff to rank peer, which calls ringoRecv with the
+ * same count and datatype. Messages between two ranks are matched in the order they were called.
+ * Links to peers that are not ring neighbours are made on first use (shm on one host, MPI across
+ * hosts). Outside a group the call returns once every byte is in the link's FIFO (sendbuff may be
+ * reused then), even for the first message between two ranks (the sender makes the link); a
+ * message larger than the FIFO waits for the receiver. Inside
+ * ringoGroupStart/End every send and receive of the group progresses together at ringoGroupEnd,
+ * so any exchange pattern (an all-to-all written as a loop) completes. peer may be this rank
+ * only inside a group that also holds the matching ringoRecv. count 0 moves nothing.
+ * @return ringoSuccess; ringoInvalidArgument (bad comm, dtype, peer out of range, NULL buffer with
+ *         count > 0, stream without a CUDA path); ringoInvalidUsage (comm in error, the peer's
+ *         receive expects another count or type, self-send without a matching receive);
+ *         ringoRemoteError; ringoTimeout. */
+RINGO_API ringoResult_t ringoSend(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer,
+                                  ringoComm_t comm, ringoStream_t stream);
+/** Point-to-point: receives count elements from rank peer into recvbuff (see ringoSend).
+ * @return as ringoSend. */
+RINGO_API ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t datatype, int peer,
+                                  ringoComm_t comm, ringoStream_t stream);
+
+/** Starts a group: collectives, sends and receives called by this thread until ringoGroupEnd are
+ * queued; so is ringoCommInitRank, whose handle is returned at once and becomes usable when the
+ * group ends (one thread can so create every rank of a communicator, as with NCCL).
  * @return ringoSuccess. */
 RINGO_API ringoResult_t ringoGroupStart(void);
-/** Runs the queued collectives, those of different communicators concurrently, and waits.
- * @return ringoSuccess; ringoInvalidUsage without a matching ringoGroupStart; the first error. */
+/** Runs the queued work: every queued ringoCommInitRank first (concurrently), then the queued
+ * operations, those of different communicators concurrently, and waits for all of it.
+ * @return ringoSuccess; ringoInvalidUsage without a matching ringoGroupStart; the first error (a
+ *         communicator whose queued init failed stays allocated and reports the error through
+ *         ringoCommGetAsyncError and ringoGetLastError; destroy it). */
 RINGO_API ringoResult_t ringoGroupEnd(void);
 
 #ifdef __cplusplus

@@ -114,10 +114,6 @@ static ringoResult_t conn_post(const ringoComm_t comm, struct ringo_conn* c, siz
   return ringoSuccess;
 }
 
-static void conn_poison(struct ringo_conn* c, ringoResult_t res, const char* msg) {
-  if (c->link && c->tp->poison) c->tp->poison(c->link, res, msg);
-}
-
 /* Elements of one slice: what a slot holds after its header. */
 static size_t slice_elems(const ringoComm_t comm, ringoDataType_t type) {
   return (comm->slot_bytes - SLICE_HEADER) / ringo_type_size(type);
@@ -279,30 +275,11 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
   return ringoSuccess;
 }
 
-/* Leaving on an error: tell both neighbours (and the star's peers) so they stop waiting now and
- * report the same error, and each passes it on in turn — every live rank ends with it. */
-static void poison_links(ringoComm_t comm, ringoResult_t res) {
-  char msg[RINGO_POISON_MSG_BYTES];
-  snprintf(msg, sizeof msg, "%s", ringo_thread_last_error());
-  conn_poison(&comm->send, res, msg);
-  conn_poison(&comm->recv, res, msg);
-  for (int r = 0; comm->star_to && r < comm->nranks; r++) {
-    conn_poison(&comm->star_to[r], res, msg);
-    conn_poison(&comm->star_from[r], res, msg);
-  }
-}
-
 ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
   struct ringo_op op = *in_op;
   const ringoComm_t comm = op.comm;
-  ringoResult_t res = atomic_load(&comm->error);
-  if (res != ringoSuccess) {
-    char earlier[RINGO_ERROR_BYTES];
-    snprintf(earlier, sizeof earlier, "%s", comm->last_error);
-    return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "rank %d: communicator unusable after an earlier "
-                             "error (%s): %s; destroy it and create a new one", comm->rank,
-                             ringoGetErrorString(res), earlier));
-  }
+  ringoResult_t res = ringo_comm_check_usable(comm, coll_names[op.coll]);
+  if (res != ringoSuccess) return ringo_comm_record(comm, res);
   op.seq = comm->seq++;
   if (ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_COLL)) {
     char fp[160];
@@ -317,9 +294,7 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
   if (res == ringoSuccess) {
     atomic_fetch_add_explicit(&comm->collectives, 1, memory_order_relaxed);
   } else {
-    atomic_store(&comm->error, res); /* the FIFOs are out of step now: no further collective */
-    poison_links(comm, res);
-    ringo_comm_record(comm, res);
+    ringo_comm_fail(comm, res); /* the FIFOs are out of step now: no further collective */
   }
   /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
   atomic_fetch_sub(&comm->inflight, 1);

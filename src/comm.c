@@ -12,13 +12,6 @@
 #include "bootstrap.h"
 #include "trace.h"
 
-/* What each rank tells the others about itself during init. */
-struct rank_info {
-  char host[256]; /* as long as ringo_env.hostname */
-  int32_t pid;
-  int32_t rank;
-};
-
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res) {
   if (res != ringoSuccess && comm) snprintf(comm->last_error, sizeof comm->last_error, "%s", ringo_thread_last_error());
   return res;
@@ -37,7 +30,7 @@ ringoResult_t ringoGetUniqueId(ringoUniqueId* id) {
 
 /* Ranks of one host sit next to each other (hosts in order of their lowest rank, ranks in order
  * within a host), so only two links per host leave it. On one host this is the identity. */
-static void order_ring(ringoComm_t comm, const struct rank_info* info) {
+static void order_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
   int p = 0;
   for (int r = 0; r < comm->nranks; r++) {
     int first = 1; /* is r the lowest rank on its host? */
@@ -52,10 +45,10 @@ static void order_ring(ringoComm_t comm, const struct rank_info* info) {
 
 /* The one place a link's transport is chosen: peers on one host share memory (shm), peers on
  * different hosts talk MPI; RINGO_TRANSPORT=shm|mpi forces one kind for every link. */
-static ringoResult_t pick_transport(const ringoComm_t comm, const struct rank_info* self, const struct rank_info* peer,
-                                    const struct ringo_transport** tp) {
+ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const struct ringo_transport** tp) {
+  const struct ringo_rank_info *self = &comm->info[comm->rank], *other = &comm->info[peer];
   const char* forced = comm->env.transport;
-  int same_host = strcmp(self->host, peer->host) == 0;
+  int same_host = strcmp(self->host, other->host) == 0;
   if (forced[0] && strcmp(forced, "shm") != 0 && strcmp(forced, "mpi") != 0)
     return ringo_fail(ringoInvalidArgument, "RINGO_TRANSPORT=%s: expected shm or mpi", forced);
   int want_mpi = forced[0] ? strcmp(forced, "mpi") == 0 : !same_host;
@@ -71,10 +64,19 @@ static ringoResult_t pick_transport(const ringoComm_t comm, const struct rank_in
 #endif
   return ringo_fail(ringoInvalidUsage, "rank %d (host %s) and rank %d (host %s) need an MPI link, but this "
                     "communicator has no MPI: create it with ringoCommInitMPI (library built with MPI)",
-                    self->rank, self->host, peer->rank, peer->host);
+                    self->rank, self->host, other->rank, other->host);
 }
 
-static void log_ring(ringoComm_t comm, const struct rank_info* info) {
+void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
+  *p = (struct ringo_link_params){.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
+                                  .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
+                                  .spin = comm->env.spin, .self_rank = comm->rank, .peer_rank = peer,
+                                  .ctx = comm->tctx, .channel = channel,
+                                  .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0
+                                                  ? comm->info[peer].pid : 0};
+}
+
+static void log_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
   if (!ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_INIT) || comm->rank != 0) return;
   char line[1024];
   size_t used = 0;
@@ -95,28 +97,26 @@ struct link_plan {
 /* Sets up every planned link: receivers allocate, one allgather spreads the descriptions
  * (slots_per_rank of them per rank), senders attach, and after a barrier names can go (nothing
  * is left in /dev/shm once the communicator exists). */
-static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvous* rv, const struct rank_info* info,
+static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvous* rv, int channel,
                                    const struct link_plan* plans, int nplans, int slots_per_rank) {
   const size_t block = (size_t)slots_per_rank * RINGO_LINK_INFO_BYTES;
   char* mine = calloc(1, block);
   char* all = calloc((size_t)comm->nranks, block);
   ringoResult_t res = mine && all ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for link info");
-  struct ringo_link_params p = {.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
-                                .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
-                                .spin = comm->env.spin, .self_rank = comm->rank, .ctx = comm->tctx};
+  struct ringo_link_params p;
   for (int i = 0; res == ringoSuccess && i < nplans; i++) {
     const struct link_plan* l = &plans[i];
     const int peer = l->to == comm->rank ? l->from : l->to;
-    res = pick_transport(comm, &info[comm->rank], &info[peer], &l->conn->tp);
+    res = ringo_comm_pick_transport(comm, peer, &l->conn->tp);
     l->conn->peer = peer;
-    p.peer_rank = peer;
+    ringo_comm_link_params(comm, peer, channel, &p);
     if (res == ringoSuccess && l->to == comm->rank)
       res = l->conn->tp->recv_setup(&p, &l->conn->link, mine + (size_t)l->slot * RINGO_LINK_INFO_BYTES);
   }
   if (res == ringoSuccess) res = rv->allgather(rv->ctx, mine, block, all);
   for (int i = 0; res == ringoSuccess && i < nplans; i++) {
     const struct link_plan* l = &plans[i];
-    p.peer_rank = l->to;
+    ringo_comm_link_params(comm, l->to, channel, &p);
     if (l->from == comm->rank)
       res = l->conn->tp->send_connect(&p, all + (size_t)l->to * block + (size_t)l->slot * RINGO_LINK_INFO_BYTES,
                                       &l->conn->link);
@@ -129,11 +129,11 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
 }
 
 /* The ring: a link from the previous position and one to the next. */
-static ringoResult_t connect_ring(ringoComm_t comm, const struct ringo_rendezvous* rv, const struct rank_info* info) {
+static ringoResult_t connect_ring(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   const int next = comm->ring[(comm->pos + 1) % comm->nranks];
   const int prev = comm->ring[(comm->pos + comm->nranks - 1) % comm->nranks];
   const struct link_plan plans[2] = {{prev, comm->rank, 0, &comm->recv}, {comm->rank, next, 0, &comm->send}};
-  RINGO_CHECK(connect_plans(comm, rv, info, plans, 2, 1));
+  RINGO_CHECK(connect_plans(comm, rv, RINGO_CHANNEL_RING, plans, 2, 1));
   RINGO_INFO(RINGO_LOG_INIT, "rank %d: link from rank %d over %s, link to rank %d over %s", comm->rank, prev,
              comm->recv.tp->name, next, comm->send.tp->name);
   return ringoSuccess;
@@ -141,7 +141,7 @@ static ringoResult_t connect_ring(ringoComm_t comm, const struct ringo_rendezvou
 
 /* RINGO_ALGO=naive: the star a gather-to-root-and-broadcast baseline needs, rank 0 in the middle.
  * Rank 0 publishes the link from rank r in its slot r; rank r publishes the link from 0 in slot 0. */
-static ringoResult_t connect_star(ringoComm_t comm, const struct ringo_rendezvous* rv, const struct rank_info* info) {
+static ringoResult_t connect_star(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   const int n = comm->nranks, me = comm->rank;
   if ((size_t)n * RINGO_LINK_INFO_BYTES > RINGO_BOOTSTRAP_MAX_BYTES)
     return ringo_fail(ringoInvalidUsage, "RINGO_ALGO=naive supports at most %d ranks",
@@ -158,7 +158,7 @@ static ringoResult_t connect_star(ringoComm_t comm, const struct ringo_rendezvou
     plans[np++] = (struct link_plan){r, 0, r, me == 0 ? &comm->star_from[peer] : &comm->star_to[peer]};
     plans[np++] = (struct link_plan){0, r, 0, me == 0 ? &comm->star_to[peer] : &comm->star_from[peer]};
   }
-  if (res == ringoSuccess) res = connect_plans(comm, rv, info, plans, np, n);
+  if (res == ringoSuccess) res = connect_plans(comm, rv, RINGO_CHANNEL_STAR, plans, np, n);
   free(plans);
   return res;
 }
@@ -168,7 +168,7 @@ static void conn_close(struct ringo_conn* c) {
   c->link = NULL;
 }
 
-static void comm_free(ringoComm_t comm) {
+void ringo_comm_free(ringoComm_t comm) {
   if (!comm) return;
   if (comm->trace && ringo_trace_close(comm->trace) != ringoSuccess)
     RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
@@ -176,62 +176,113 @@ static void comm_free(ringoComm_t comm) {
   conn_close(&comm->recv);
   for (int r = 0; comm->star_to && r < comm->nranks; r++) conn_close(&comm->star_to[r]);
   for (int r = 0; comm->star_from && r < comm->nranks; r++) conn_close(&comm->star_from[r]);
+  ringo_p2p_free(comm);
   free(comm->star_to);
   free(comm->star_from);
   if (comm->tctx_free) comm->tctx_free(comm->tctx);
+  free(comm->info);
   free(comm->ring);
   free(comm->pos_of);
   free(comm);
 }
 
-static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  struct rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank};
-  snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
-  struct rank_info* info = calloc((size_t)comm->nranks, sizeof *info);
-  comm->ring = calloc((size_t)comm->nranks, sizeof(int));
-  comm->pos_of = calloc((size_t)comm->nranks, sizeof(int));
-  ringoResult_t res = ringoSuccess;
-  if (!info || !comm->ring || !comm->pos_of) {
-    res = ringo_fail(ringoSystemError, "out of memory creating a communicator of %d ranks", comm->nranks);
-    goto out;
-  }
-  RINGO_CHECK_GOTO(rv->allgather(rv->ctx, &mine, sizeof mine, info), res, out);
-  for (int r = 0; r < comm->nranks; r++) info[r].host[sizeof info[r].host - 1] = '\0';
-  order_ring(comm, info);
-  if (comm->nranks > 1) RINGO_CHECK_GOTO(connect_ring(comm, rv, info), res, out);
-  if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK_GOTO(connect_star(comm, rv, info), res, out);
-  log_ring(comm, info);
-out:
-  free(info);
-  return res;
+static void conn_poison(struct ringo_conn* c, ringoResult_t res, const char* msg) {
+  if (c->link && c->tp->poison) c->tp->poison(c->link, res, msg);
 }
 
-ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const struct ringo_rendezvous* rv,
-                                void* tctx, void (*tctx_free)(void*)) {
-  ringoComm_t comm = calloc(1, sizeof *comm);
-  if (!comm) {
-    if (tctx_free) tctx_free(tctx);
-    return ringo_fail(ringoSystemError, "out of memory creating a communicator");
+/* Puts comm in error for good, keeping the message that says why. */
+static void set_error(ringoComm_t comm, ringoResult_t res) {
+  ringo_comm_record(comm, res);
+  snprintf(comm->fail_error, sizeof comm->fail_error, "%s", comm->last_error);
+  atomic_store(&comm->error, res);
+}
+
+void ringo_comm_fail(ringoComm_t comm, ringoResult_t res) {
+  set_error(comm, res);
+  char msg[RINGO_POISON_MSG_BYTES];
+  snprintf(msg, sizeof msg, "%s", ringo_thread_last_error());
+  conn_poison(&comm->send, res, msg);
+  conn_poison(&comm->recv, res, msg);
+  for (int r = 0; r < comm->nranks; r++) {
+    if (comm->star_to) conn_poison(&comm->star_to[r], res, msg);
+    if (comm->star_from) conn_poison(&comm->star_from[r], res, msg);
+    if (comm->p2p) conn_poison(&comm->p2p[r].send, res, msg);
+    if (comm->p2p) conn_poison(&comm->p2p[r].recv, res, msg);
   }
+}
+
+ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what) {
+  if (!comm->ready && atomic_load(&comm->error) == ringoSuccess)
+    return ringo_fail(ringoInvalidUsage, "%s: rank %d's communicator is still being created (its ringoCommInitRank "
+                      "is queued in a group that has not ended)", what, comm->rank);
+  ringoResult_t res = atomic_load(&comm->error);
+  if (res == ringoSuccess) return ringoSuccess;
+  return ringo_fail(ringoInvalidUsage, "%s: rank %d: communicator unusable after an earlier error (%s): %s; destroy "
+                    "it and create a new one", what, comm->rank, ringoGetErrorString(res), comm->fail_error);
+}
+
+static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+  struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank};
+  snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
+  comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);
+  comm->ring = calloc((size_t)comm->nranks, sizeof(int));
+  comm->pos_of = calloc((size_t)comm->nranks, sizeof(int));
+  if (!comm->info || !comm->ring || !comm->pos_of)
+    return ringo_fail(ringoSystemError, "out of memory creating a communicator of %d ranks", comm->nranks);
+  RINGO_CHECK(rv->allgather(rv->ctx, &mine, sizeof mine, comm->info));
+  for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
+  order_ring(comm, comm->info);
+  if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
+  if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));
+  RINGO_CHECK(ringo_p2p_setup(comm, rv));
+  log_ring(comm, comm->info);
+  return ringoSuccess;
+}
+
+ringoComm_t ringo_comm_alloc(int nranks, int rank) {
+  ringoComm_t comm = calloc(1, sizeof *comm);
+  if (!comm) return NULL;
   comm->nranks = nranks;
   comm->rank = rank;
   comm->cuda_dev = -1;
-  comm->tctx = tctx;
-  comm->tctx_free = tctx_free;
   ringo_env_read(&comm->env);
   comm->slot_bytes = comm->env.slice_bytes;
   comm->algo_naive = strcmp(comm->env.algo, "naive") == 0;
+  return comm;
+}
+
+/* Everything after the rendezvous is up: links, mailbox, trace. On failure the communicator is
+ * left in error with what was made, for ringo_comm_free. */
+static ringoResult_t comm_init(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   ringoResult_t res = strcmp(comm->env.algo, "ring") == 0 || comm->algo_naive
                           ? ringoSuccess
                           : ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected ring or naive", comm->env.algo);
   if (res == ringoSuccess) res = comm_setup(comm, rv);
   if (res == ringoSuccess && comm->env.trace_path[0])
-    res = ringo_trace_open(&comm->trace, comm->env.trace_path, rank, nranks);
+    res = ringo_trace_open(&comm->trace, comm->env.trace_path, comm->rank, comm->nranks);
   if (res != ringoSuccess) {
-    comm_free(comm);
+    set_error(comm, res);
     return res;
   }
-  RINGO_INFO(RINGO_LOG_INIT, "rank %d of %d ready at ring position %d", rank, nranks, comm->pos);
+  comm->ready = 1;
+  RINGO_INFO(RINGO_LOG_INIT, "rank %d of %d ready at ring position %d", comm->rank, comm->nranks, comm->pos);
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const struct ringo_rendezvous* rv,
+                                void* tctx, void (*tctx_free)(void*)) {
+  ringoComm_t comm = ringo_comm_alloc(nranks, rank);
+  if (!comm) {
+    if (tctx_free) tctx_free(tctx);
+    return ringo_fail(ringoSystemError, "out of memory creating a communicator");
+  }
+  comm->tctx = tctx;
+  comm->tctx_free = tctx_free;
+  ringoResult_t res = comm_init(comm, rv);
+  if (res != ringoSuccess) {
+    ringo_comm_free(comm);
+    return res;
+  }
   *out = comm;
   return ringoSuccess;
 }
@@ -241,6 +292,19 @@ static ringoResult_t tcp_allgather(void* bs, const void* mine, size_t bytes, voi
 }
 static ringoResult_t tcp_barrier(void* bs) { return ringo_bootstrap_barrier(bs); }
 
+ringoResult_t ringo_comm_init_tcp(ringoComm_t comm, const ringoUniqueId* id) {
+  struct ringo_bootstrap* bs = NULL;
+  ringoResult_t res = ringo_bootstrap_init(id, comm->nranks, comm->rank, comm->env.timeout_s, &bs);
+  if (res != ringoSuccess) {
+    set_error(comm, res);
+    return res;
+  }
+  const struct ringo_rendezvous rv = {bs, tcp_allgather, tcp_barrier};
+  res = comm_init(comm, &rv);
+  ringo_bootstrap_close(bs);
+  return res;
+}
+
 ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, int rank) {
   ringo_thread_clear_error();
   if (!out) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: comm is NULL");
@@ -248,14 +312,21 @@ ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, 
   if (nranks < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: nranks %d < 1", nranks);
   if (rank < 0 || rank >= nranks)
     return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: rank %d out of range [0, %d)", rank, nranks);
-  struct ringo_env env;
-  ringo_env_read(&env);
-  struct ringo_bootstrap* bs = NULL;
-  RINGO_CHECK(ringo_bootstrap_init(&id, nranks, rank, env.timeout_s, &bs));
-  const struct ringo_rendezvous rv = {bs, tcp_allgather, tcp_barrier};
-  ringoResult_t res = ringo_comm_create(out, nranks, rank, &rv, NULL, NULL);
-  ringo_bootstrap_close(bs);
-  return res;
+  ringoComm_t comm = ringo_comm_alloc(nranks, rank);
+  if (!comm) return ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory");
+  ringoResult_t res;
+  if (ringo_group_enqueue_init(comm, &id, &res)) { /* inside a group: created at ringoGroupEnd */
+    if (res == ringoSuccess) *out = comm;
+    else ringo_comm_free(comm);
+    return res;
+  }
+  res = ringo_comm_init_tcp(comm, &id);
+  if (res != ringoSuccess) {
+    ringo_comm_free(comm);
+    return res;
+  }
+  *out = comm;
+  return ringoSuccess;
 }
 
 struct init_job {
@@ -301,7 +372,7 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
   }
   /* One failed rank fails them all: the ring is incomplete without it. */
   for (int i = 0; res != ringoSuccess && i < started; i++) {
-    comm_free(comms[i]);
+    ringo_comm_free(comms[i]);
     comms[i] = NULL;
   }
   free(jobs);
@@ -311,7 +382,7 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
 
 ringoResult_t ringoCommDestroy(ringoComm_t comm) {
   if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommDestroy: comm is NULL");
-  comm_free(comm);
+  ringo_comm_free(comm);
   return ringoSuccess;
 }
 
@@ -322,7 +393,7 @@ ringoResult_t ringoCommAbort(ringoComm_t comm) {
    * leave before the memory it uses goes away. */
   const struct timespec ms = {0, 1000000};
   while (atomic_load(&comm->inflight) > 0) nanosleep(&ms, NULL);
-  comm_free(comm);
+  ringo_comm_free(comm);
   return ringoSuccess;
 }
 

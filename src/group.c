@@ -1,28 +1,53 @@
-/* group.c — ringoGroupStart/End: host collectives a thread calls inside a group are queued and run
- * together at ringoGroupEnd, one thread per communicator, so one thread can drive every rank of a
- * ringoCommInitAll clique. Tested by test/test_collectives.cc (thread mode) and test_api.cc. */
+/* group.c — ringoGroupStart/End: communicator inits, collectives, sends and receives a thread calls
+ * inside a group are queued and run at ringoGroupEnd — inits first, then the operations, one thread
+ * per communicator — so one thread can create and drive every rank of a clique, as with NCCL.
+ * Tested by test/test_collectives.cc (group mode), test_p2p.cc and test_api.cc. */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "comm.h"
 
+struct queued_init {
+  ringoComm_t comm;
+  ringoUniqueId id;
+  ringoResult_t res;
+};
+
 static _Thread_local int group_depth;
 static _Thread_local struct ringo_op* queued;
 static _Thread_local size_t nqueued, capacity;
+static _Thread_local struct queued_init* inits;
+static _Thread_local size_t ninits, inits_capacity;
+
+/* Makes room for one more element of size `elem` in *array (holding *n of *cap). */
+static int reserve(void** array, size_t* cap, size_t n, size_t elem) {
+  if (n < *cap) return 1;
+  size_t grown_cap = *cap ? 2 * *cap : 16;
+  void* grown = realloc(*array, grown_cap * elem);
+  if (!grown) return 0;
+  *array = grown;
+  *cap = grown_cap;
+  return 1;
+}
 
 int ringo_group_enqueue(const struct ringo_op* op, ringoResult_t* res) {
   if (group_depth == 0) return 0;
-  if (nqueued == capacity) {
-    size_t cap = capacity ? 2 * capacity : 16;
-    struct ringo_op* grown = realloc(queued, cap * sizeof *grown);
-    if (!grown) {
-      *res = ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory queueing %zu collectives", nqueued + 1);
-      return 1;
-    }
-    queued = grown;
-    capacity = cap;
+  if (!reserve((void**)&queued, &capacity, nqueued, sizeof *queued)) {
+    *res = ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory queueing %zu operations", nqueued + 1);
+    return 1;
   }
   queued[nqueued++] = *op;
+  *res = ringoSuccess;
+  return 1;
+}
+
+int ringo_group_enqueue_init(ringoComm_t comm, const ringoUniqueId* id, ringoResult_t* res) {
+  if (group_depth == 0) return 0;
+  if (!reserve((void**)&inits, &inits_capacity, ninits, sizeof *inits)) {
+    *res = ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory queueing an init in a group");
+    return 1;
+  }
+  inits[ninits++] = (struct queued_init){comm, *id, ringoSuccess};
   *res = ringoSuccess;
   return 1;
 }
@@ -32,48 +57,102 @@ ringoResult_t ringoGroupStart(void) {
   return ringoSuccess;
 }
 
-/* The queued work of one communicator, run in call order on its own thread. */
+/* Runs job(arg[i]) for i < n on a thread each (on the caller's when n is 1: nothing to wait
+ * for) and joins them; the work of every element blocks until the others take part. On a failed
+ * pthread_create, stop(arg[i]) is called for the elements that did not start, so those that did
+ * stop waiting for them. */
+static ringoResult_t run_parallel(void* (*job)(void*), void* args, size_t elem, size_t n, void (*stop)(void*)) {
+  if (n == 1) {
+    job(args);
+    return ringoSuccess;
+  }
+  pthread_t* threads = calloc(n, sizeof *threads);
+  if (!threads) return ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
+  size_t started = 0;
+  while (started < n && pthread_create(&threads[started], NULL, job, (char*)args + started * elem) == 0) started++;
+  ringoResult_t res = ringoSuccess;
+  if (started < n) {
+    res = ringo_fail(ringoSystemError, "ringoGroupEnd: could not start thread %zu of %zu", started, n);
+    for (size_t j = started; j < n; j++) stop((char*)args + j * elem);
+  }
+  for (size_t j = 0; j < started; j++) pthread_join(threads[j], NULL);
+  free(threads);
+  return res;
+}
+
+/* ---- queued inits ---- */
+
+static void* run_init(void* arg) {
+  struct queued_init* q = arg;
+  q->res = ringo_comm_init_tcp(q->comm, &q->id); /* leaves comm in error, with its message, on failure */
+  return NULL;
+}
+
+static void stop_init(void* arg) {
+  struct queued_init* q = arg;
+  q->res = ringo_fail(ringoSystemError, "ringoGroupEnd: no thread to create rank %d", q->comm->rank);
+  ringo_comm_fail(q->comm, q->res);
+}
+
+static ringoResult_t run_inits(struct queued_init* q, size_t n) {
+  ringoResult_t res = run_parallel(run_init, q, sizeof *q, n, stop_init);
+  for (size_t i = 0; res == ringoSuccess && i < n; i++)
+    if (q[i].res != ringoSuccess)
+      res = ringo_annotate(q[i].res, "ringoGroupEnd: ringoCommInitRank of rank %d: %s", q[i].comm->rank,
+                           q[i].comm->last_error);
+  return res;
+}
+
+/* ---- queued operations ---- */
+
+/* The queued work of one communicator, run in call order on its own thread: each collective
+ * alone, each run of consecutive sends and receives as one batch progressed together. */
 struct comm_job {
   ringoComm_t comm;
   ringoResult_t res;
   const struct ringo_op* ops;
   size_t nops;
+  const struct ringo_op** batch; /* room for nops pointers */
 };
 
 static void* run_comm_job(void* arg) {
   struct comm_job* job = arg;
   job->res = ringoSuccess;
-  for (size_t i = 0; i < job->nops && job->res == ringoSuccess; i++)
-    if (job->ops[i].comm == job->comm) job->res = ringo_coll_run(&job->ops[i]); /* records its errors */
+  size_t nbatch = 0;
+  for (size_t i = 0; i <= job->nops && job->res == ringoSuccess; i++) {
+    const struct ringo_op* op = i < job->nops ? &job->ops[i] : NULL;
+    if (op && op->comm != job->comm) continue;
+    if (op && op->kind != RINGO_KIND_COLL) {
+      job->batch[nbatch++] = op;
+      continue;
+    }
+    if (nbatch) job->res = ringo_p2p_run(job->comm, job->batch, nbatch); /* records its errors */
+    nbatch = 0;
+    if (op && job->res == ringoSuccess) job->res = ringo_coll_run(op);
+  }
   return NULL;
 }
 
+static void stop_comm_job(void* arg) { atomic_store(&((struct comm_job*)arg)->comm->abort_flag, 1); }
+
 static ringoResult_t run_queued(const struct ringo_op* ops, size_t nops) {
   struct comm_job* jobs = calloc(nops, sizeof *jobs);
-  pthread_t* threads = calloc(nops, sizeof *threads);
-  ringoResult_t res = ringoSuccess;
-  if (!jobs || !threads) res = ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
-  size_t njobs = 0, started = 0;
-  for (size_t i = 0; res == ringoSuccess && i < nops; i++) {
+  if (!jobs) return ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
+  size_t njobs = 0;
+  for (size_t i = 0; i < nops; i++) {
     size_t j = 0;
     while (j < njobs && jobs[j].comm != ops[i].comm) j++;
-    if (j == njobs) jobs[njobs++] = (struct comm_job){ops[i].comm, ringoSuccess, ops, nops};
+    if (j == njobs) jobs[njobs++] = (struct comm_job){ops[i].comm, ringoSuccess, ops, nops, NULL};
   }
-  /* Each rank's collectives block until its neighbours take part, so every communicator needs a
-   * thread of its own; a single communicator runs on the caller's. */
-  if (njobs == 1) run_comm_job(&jobs[0]);
-  for (; njobs > 1 && started < njobs; started++)
-    if (pthread_create(&threads[started], NULL, run_comm_job, &jobs[started]) != 0) break;
-  if (njobs > 1 && started < njobs) {
-    res = ringo_fail(ringoSystemError, "ringoGroupEnd: could not start a thread for communicator %zu", started);
-    for (size_t j = started; j < njobs; j++) atomic_store(&jobs[j].comm->abort_flag, 1); /* unblock the others */
-  }
-  for (size_t j = 0; j < started; j++) pthread_join(threads[j], NULL);
+  const struct ringo_op** batches = calloc(njobs * nops, sizeof *batches);
+  ringoResult_t res = batches ? ringoSuccess : ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
+  for (size_t j = 0; j < njobs && batches; j++) jobs[j].batch = batches + j * nops;
+  if (res == ringoSuccess) res = run_parallel(run_comm_job, jobs, sizeof *jobs, njobs, stop_comm_job);
   for (size_t j = 0; res == ringoSuccess && j < njobs; j++)
     if (jobs[j].res != ringoSuccess)
       res = ringo_annotate(jobs[j].res, "ringoGroupEnd: rank %d: %s", jobs[j].comm->rank, jobs[j].comm->last_error);
   free(jobs);
-  free(threads);
+  free(batches);
   return res;
 }
 
@@ -81,9 +160,13 @@ ringoResult_t ringoGroupEnd(void) {
   ringo_thread_clear_error();
   if (group_depth == 0) return ringo_fail(ringoInvalidUsage, "ringoGroupEnd without a matching ringoGroupStart");
   if (--group_depth > 0) return ringoSuccess;
-  ringoResult_t res = nqueued ? run_queued(queued, nqueued) : ringoSuccess;
+  ringoResult_t res = ninits ? run_inits(inits, ninits) : ringoSuccess;
+  /* Operations queued on communicators of a failed init would wait for ranks that never come. */
+  if (res == ringoSuccess && nqueued) res = run_queued(queued, nqueued);
   free(queued);
+  free(inits);
   queued = NULL;
-  nqueued = capacity = 0;
+  inits = NULL;
+  nqueued = capacity = ninits = inits_capacity = 0;
   return res;
 }

@@ -19,6 +19,21 @@ struct ringo_conn {
   int peer; /* the rank at the other end */
 };
 
+/* What each rank tells the others about itself during init; kept, since links made on first use
+ * (point-to-point) choose their transport from it. */
+struct ringo_rank_info {
+  char host[256]; /* as long as ringo_env.hostname */
+  int32_t pid;
+  int32_t rank;
+};
+
+/* Point-to-point state of one peer (p2p.c): the two links, made on first use, and how many
+ * messages went each way (every slice carries its message's number). */
+struct ringo_p2p_peer {
+  struct ringo_conn send, recv;
+  uint64_t sent, received;
+};
+
 struct ringoComm {
   int nranks, rank;
   int pos;                      /* this rank's position in the ring */
@@ -32,6 +47,11 @@ struct ringoComm {
   /* RINGO_ALGO=naive only: links between rank 0 and every other rank, indexed by peer rank. */
   struct ringo_conn *star_to, *star_from;
   int algo_naive;
+  struct ringo_rank_info* info; /* info[rank], from init */
+  struct ringo_p2p_peer* p2p;   /* p2p[peer] */
+  void* mailbox;                /* this host's point-to-point mailbox segment (p2p.c), or NULL */
+  size_t mailbox_bytes;
+  int ready;                    /* init finished (an init queued in a group is not ready before ringoGroupEnd) */
   void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */
   void (*tctx_free)(void*);
   atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
@@ -41,10 +61,16 @@ struct ringoComm {
   struct ringo_trace* trace;    /* RINGO_TRACE recorder, or NULL */
   uint64_t seq;                 /* collectives started on this communicator (fingerprints) */
   char last_error[RINGO_ERROR_BYTES];
+  char fail_error[RINGO_ERROR_BYTES]; /* what put the communicator in error (later rejected calls
+                                         overwrite last_error, never this) */
 };
 
-/* One collective call, as the public API received it (already validated). */
+/* One call, as the public API received it (already validated): a collective, or one side of a
+ * point-to-point message (kind SEND/RECV: peer, sendbuff or recvbuff, count, type). */
+enum ringo_op_kind { RINGO_KIND_COLL = 0, RINGO_KIND_SEND, RINGO_KIND_RECV };
 struct ringo_op {
+  enum ringo_op_kind kind;
+  int peer;
   enum ringo_coll coll;
   const void* sendbuff;
   void* recvbuff;
@@ -69,14 +95,42 @@ struct ringo_rendezvous {
 ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const struct ringo_rendezvous* rv,
                                 void* tctx, void (*tctx_free)(void*));
 
+/* The two halves of ringoCommInitRank, apart so an init queued in a group can hand out its
+ * handle at once: alloc (NULL when out of memory), then init over the TCP bootstrap. A failed
+ * init leaves the communicator allocated, in error, for ringo_comm_free. */
+ringoComm_t ringo_comm_alloc(int nranks, int rank);
+ringoResult_t ringo_comm_init_tcp(ringoComm_t comm, const ringoUniqueId* id);
+void ringo_comm_free(ringoComm_t comm);
+
 /* Copies this thread's last error message into comm (when comm is not NULL) and returns res. */
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res);
+
+/* A collective or message failed mid-flight: the FIFOs are out of step, so the communicator
+ * refuses further work (sticky error), every link is poisoned so the neighbours stop waiting and
+ * report the same error, and the message is recorded. */
+void ringo_comm_fail(ringoComm_t comm, ringoResult_t res);
+
+/* The error a communicator in error (or not yet initialised) gives any new call, or ringoSuccess. */
+ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what);
+
+/* Links made after init (p2p.c): the parameters of a link to or from peer, and its transport. */
+void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p);
+ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const struct ringo_transport** tp);
 
 /* Runs one collective to completion on the calling thread and records any error in the
  * communicator (collectives.c). */
 ringoResult_t ringo_coll_run(const struct ringo_op* op);
 
+/* Point-to-point (p2p.c): the mailbox made at init through rv; then n sends and receives of comm
+ * progressed together to completion (one call outside a group, a group's batch at ringoGroupEnd);
+ * links closed and the mailbox unmapped when the communicator goes. */
+ringoResult_t ringo_p2p_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
+ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n);
+void ringo_p2p_free(ringoComm_t comm);
+
 /* Queues op when this thread is inside ringoGroupStart/End; returns 1 if it was queued (group.c). */
 int ringo_group_enqueue(const struct ringo_op* op, ringoResult_t* res);
+/* Queues the init of comm over id likewise; returns 1 if it was queued. */
+int ringo_group_enqueue_init(ringoComm_t comm, const ringoUniqueId* id, ringoResult_t* res);
 
 #endif /* RINGO_COMM_H_ */

@@ -28,8 +28,14 @@ struct ringo_link_params {
   int spin;                    /* polls before a waiter starts yielding/sleeping (RINGO_SPIN) */
   const atomic_int* abort_flag; /* non-zero: give up waiting (ringoCommAbort); may be NULL */
   int self_rank, peer_rank;    /* user ranks; for error messages (and MPI addressing: see mpi.c) */
+  int peer_pid;                /* the peer's process id when it shares this host, else 0 (shm: a
+                                  peer that dies before it attaches is noticed, not waited out) */
   void* ctx;                   /* the transport's per-communicator context (mpi: struct ringo_mpi_ctx*) */
+  int channel;                 /* which family of links (RINGO_CHANNEL_*): keeps MPI messages of a ring
+                                  link, a star link and a point-to-point link between one pair apart */
 };
+
+enum { RINGO_CHANNEL_RING = 0, RINGO_CHANNEL_STAR = 1, RINGO_CHANNEL_P2P = 2 };
 
 struct ringo_transport {
   const char* name;
@@ -37,8 +43,20 @@ struct ringo_transport {
   ringoResult_t (*recv_setup)(const struct ringo_link_params* p, struct ringo_link** link, void* info);
   /* Sender end: attach to the FIFO the receiver described. */
   ringoResult_t (*send_connect)(const struct ringo_link_params* p, const void* info, struct ringo_link** link);
-  /* Both ends, once every rank has connected (a bootstrap barrier later): drop names etc. */
+  /* Both ends, once every rank has connected (a bootstrap barrier later): drop names etc. The
+   * sender's end may also call it alone, right after send_connect (links made on first use). */
   ringoResult_t (*setup_done)(struct ringo_link* link);
+  /* Links made on first use (point-to-point). With local_info, neither end needs to hear from the
+   * other: the sender writes into info what the receiver's recv_setup would have, and each end sets
+   * up alone (mpi). Without it (NULL), the sender makes the link — send_setup allocates and fills
+   * info, so a first message never waits for the receiver — and the receiver attaches with
+   * recv_connect once info reaches it (shm). Either pair may be NULL when the other is there. */
+  void (*local_info)(const struct ringo_link_params* p, void* info);
+  ringoResult_t (*send_setup)(const struct ringo_link_params* p, struct ringo_link** link, void* info);
+  ringoResult_t (*recv_connect)(const struct ringo_link_params* p, const void* info, struct ringo_link** link);
+  /* Receiver of a link made on first use that it will never attach to (it leaves first): frees
+   * what info names (shm: the segment's name). May be NULL. */
+  void (*discard)(const void* info);
 
   /* Data path. send_acquire waits for a free slot and returns its address; the caller fills up
    * to slot_bytes and send_post publishes it. recv_acquire waits for the oldest filled slot;
@@ -47,6 +65,10 @@ struct ringo_transport {
   ringoResult_t (*send_post)(struct ringo_link* link, size_t bytes);
   ringoResult_t (*recv_acquire)(struct ringo_link* link, const void** slot, size_t* bytes);
   ringoResult_t (*recv_release)(struct ringo_link* link);
+  /* Never waits: *ready = 1 when the next send_acquire (sender) or recv_acquire (receiver) will
+   * not wait. Reports poison, abort and a dead peer as errors; the caller bounds the time. Lets
+   * one thread progress many links at once (the sends and receives of a group). */
+  ringoResult_t (*poll)(struct ringo_link* link, int* ready);
 
   /* Sender end: waits until the receiver has released every posted slot, so an error it hit
    * on them (a poisoned link) reaches this rank too. */
@@ -60,6 +82,14 @@ struct ringo_transport {
 };
 
 extern const struct ringo_transport ringo_transport_shm;
+
+/* Shared-memory helpers for other same-host structures (the point-to-point mailbox, p2p.c). */
+/* Creates a fresh 0600 segment of total bytes under an unguessable name, mapped at *base. */
+ringoResult_t ringo_shm_segment_create(size_t total, char name[64], void** base);
+/* Maps the segment another rank of this user created under name; it must be exactly total bytes. */
+ringoResult_t ringo_shm_segment_attach(const char* name, size_t total, void** base);
+/* 1 when process pid has exited (or is a zombie): it will never answer. */
+int ringo_shm_pid_gone(int pid);
 #ifdef RINGO_HAVE_MPI
 extern const struct ringo_transport ringo_transport_mpi;
 /* The MPI transport's context: a private duplicate of the user's MPI communicator (so ringo's

@@ -12,7 +12,7 @@
 #include "transport.h"
 
 #define MPI_LINK_MAGIC 0x4d474e52u /* "RNGM" */
-#define MPI_LINK_TAG 0x52          /* one tag is enough: the ring has one link per direction per pair */
+#define MPI_LINK_TAG 0x52          /* + the link's channel: ring, star and p2p links of one pair stay apart */
 #define MPI_YIELDS 64              /* sched_yield rounds before napping between polls */
 #define MPI_NAP_NS 20000L          /* a nap short next to a slice's transfer time, long next to a poll */
 
@@ -23,7 +23,8 @@ _Static_assert(sizeof(struct mpi_info) <= RINGO_LINK_INFO_BYTES, "mpi info too l
 
 struct ringo_link {
   MPI_Comm comm;
-  int is_recv, self_rank, peer_rank, nslots, spin, holding;
+  int is_recv, self_rank, peer_rank, nslots, spin, holding, tag;
+  int ready;      /* receiver: mpi_poll saw the current slot's receive complete (its request is gone) */
   size_t slot_bytes, held_bytes;
   uint64_t count; /* slices posted (sender) or released (receiver) */
   double timeout_s;
@@ -88,6 +89,7 @@ static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, st
   l->slot_bytes = p->slot_bytes;
   l->timeout_s = p->timeout_s;
   l->abort_flag = p->abort_flag;
+  l->tag = MPI_LINK_TAG + p->channel;
   for (int i = 0; i < p->nslots; i++) l->reqs[i] = MPI_REQUEST_NULL;
   *out = l;
   return ringoSuccess;
@@ -114,7 +116,7 @@ static void mpi_close(struct ringo_link* l) {
 
 static ringoResult_t post_recv(struct ringo_link* l, int idx) {
   MPI_CHECK(MPI_Irecv(l->bufs + (size_t)idx * l->slot_bytes, (int)l->slot_bytes, MPI_BYTE, l->peer_rank,
-                      MPI_LINK_TAG, l->comm, &l->reqs[idx]), "MPI_Irecv", l);
+                      l->tag, l->comm, &l->reqs[idx]), "MPI_Irecv", l);
   return ringoSuccess;
 }
 
@@ -186,7 +188,7 @@ static ringoResult_t mpi_send_acquire(struct ringo_link* l, void** slot) {
 static ringoResult_t mpi_send_post(struct ringo_link* l, size_t bytes) {
   const int idx = (int)(l->count % (uint64_t)l->nslots);
   if (!l->holding || bytes > l->slot_bytes) return ringo_fail(ringoInvalidUsage, "mpi send_post without a slot or too large");
-  MPI_CHECK(MPI_Isend(l->bufs + (size_t)idx * l->slot_bytes, (int)bytes, MPI_BYTE, l->peer_rank, MPI_LINK_TAG,
+  MPI_CHECK(MPI_Isend(l->bufs + (size_t)idx * l->slot_bytes, (int)bytes, MPI_BYTE, l->peer_rank, l->tag,
                       l->comm, &l->reqs[idx]), "MPI_Isend", l);
   l->holding = 0;
   l->count++;
@@ -196,16 +198,48 @@ static ringoResult_t mpi_send_post(struct ringo_link* l, size_t bytes) {
 static ringoResult_t mpi_recv_acquire(struct ringo_link* l, const void** slot, size_t* bytes) {
   const int idx = (int)(l->count % (uint64_t)l->nslots);
   if (!l->holding) {
-    MPI_Status status;
-    RINGO_CHECK(wait_request(l, idx, &status));
-    int n = 0;
-    MPI_Get_count(&status, MPI_BYTE, &n);
-    l->held_bytes = (size_t)n;
+    if (!l->ready) {
+      MPI_Status status;
+      RINGO_CHECK(wait_request(l, idx, &status));
+      int n = 0;
+      MPI_Get_count(&status, MPI_BYTE, &n);
+      l->held_bytes = (size_t)n;
+    }
+    l->ready = 0;
     l->holding = 1;
   }
   *slot = l->bufs + (size_t)idx * l->slot_bytes;
   *bytes = l->held_bytes;
   return ringoSuccess;
+}
+
+/* One MPI_Test of the current slot's request, which also drives MPI's progress. A completed
+ * receive leaves no request behind, so its length is kept for recv_acquire. */
+static ringoResult_t mpi_poll(struct ringo_link* l, int* ready) {
+  const int idx = (int)(l->count % (uint64_t)l->nslots);
+  *ready = 1;
+  if (l->holding || l->ready) return ringoSuccess;
+  MPI_Status status;
+  int done = 0;
+  MPI_CHECK(MPI_Test(&l->reqs[idx], &done, &status), "MPI_Test", l);
+  if (done && l->is_recv) {
+    int n = 0;
+    MPI_Get_count(&status, MPI_BYTE, &n);
+    l->held_bytes = (size_t)n;
+    l->ready = 1;
+  }
+  *ready = done;
+  if (!done && l->abort_flag && atomic_load_explicit(l->abort_flag, memory_order_relaxed))
+    return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting on the mpi link with rank %d",
+                      l->self_rank, l->peer_rank);
+  return ringoSuccess;
+}
+
+/* The receiver's description holds nothing the sender does not know already. */
+static void mpi_local_info(const struct ringo_link_params* p, void* info) {
+  const struct mpi_info in = {MPI_LINK_MAGIC, p->peer_rank, p->slot_bytes, (uint32_t)p->nslots};
+  memset(info, 0, RINGO_LINK_INFO_BYTES);
+  memcpy(info, &in, sizeof in);
 }
 
 static ringoResult_t mpi_recv_release(struct ringo_link* l) {
@@ -226,10 +260,12 @@ const struct ringo_transport ringo_transport_mpi = {
     .recv_setup = mpi_recv_setup,
     .send_connect = mpi_send_connect,
     .setup_done = mpi_setup_done,
+    .local_info = mpi_local_info,
     .send_acquire = mpi_send_acquire,
     .send_post = mpi_send_post,
     .recv_acquire = mpi_recv_acquire,
     .recv_release = mpi_recv_release,
+    .poll = mpi_poll,
     .flush = mpi_flush,
     .poison = NULL, /* an MPI peer learns of an error through RINGO_TIMEOUT */
     .close = mpi_close,

@@ -53,8 +53,9 @@ struct shm_header {
   uint64_t check;         /* random; must equal the info's, so a stale name is caught */
   uint64_t slot_bytes;
   uint32_t nslots;
-  int32_t recv_pid;
-  _Atomic int32_t send_pid; /* stored once by the sender when it maps the segment */
+  int32_t creator_pid;          /* the end that made the segment: the receiver of a ring link, the
+                                   sender of a point-to-point link */
+  _Atomic int32_t attacher_pid; /* stored once by the other end when it maps the segment */
 
   _Alignas(SHM_CACHE_LINE) atomic_uint head;          /* sender's counter */
   _Alignas(SHM_CACHE_LINE) atomic_uint recv_sleeping; /* receiver announces a futex wait on head */
@@ -74,7 +75,7 @@ struct shm_info {
   uint64_t check;
   uint64_t slot_bytes;
   uint32_t nslots;
-  int32_t recv_pid;
+  int32_t creator_pid;
   char name[SHM_NAME_BYTES];
 };
 _Static_assert(sizeof(struct shm_info) <= RINGO_LINK_INFO_BYTES, "shm info too large");
@@ -88,14 +89,17 @@ struct ringo_link {
   uint32_t nslots;
   uint32_t count;         /* this end's counter: head for the sender, tail for the receiver */
   int is_recv;
+  int created;            /* this end made the segment (the other end attached) */
   int holding;            /* a slot was acquired and not yet posted / released */
   int draining;           /* sender inside shm_flush: waiting for the FIFO to empty */
   size_t held_bytes;      /* receiver: payload length of the held slot */
   int name_live;          /* receiver: the name still exists in /dev/shm */
+  double next_alive;      /* shm_poll: when to ask next whether the peer still exists */
   double timeout_s;
   int spin;
   const atomic_int* abort_flag;
   int self_rank, peer_rank;
+  int peer_pid;           /* from the params: whom to ask before the peer has attached (0: nobody) */
   char name[SHM_NAME_BYTES];
 };
 
@@ -151,8 +155,12 @@ static struct ringo_link* link_new(const struct ringo_link_params* p, int is_rec
   l->abort_flag = p->abort_flag;
   l->self_rank = p->self_rank;
   l->peer_rank = p->peer_rank;
+  l->peer_pid = p->peer_pid;
   return l;
 }
+
+static int sender_rank(const struct ringo_link* l) { return l->is_recv ? l->peer_rank : l->self_rank; }
+static int receiver_rank(const struct ringo_link* l) { return l->is_recv ? l->self_rank : l->peer_rank; }
 
 /* Maps fd and points the link at the header and slots. */
 static ringoResult_t link_map(struct ringo_link* l, int fd, size_t total, size_t data_off, size_t stride) {
@@ -167,24 +175,25 @@ static ringoResult_t link_map(struct ringo_link* l, int fd, size_t total, size_t
   return ringoSuccess;
 }
 
-/* Creates a fresh 0600 segment under an unguessable name; retries the rare name collision. */
-static ringoResult_t create_segment(struct ringo_link* l, size_t total, int* fd_out) {
+/* Creates a fresh 0600 object of total bytes under an unguessable name (written to name);
+ * retries the rare name collision. */
+static ringoResult_t create_named(char name[SHM_NAME_BYTES], size_t total, int* fd_out) {
   for (int attempt = 0; attempt < 8; attempt++) {
     uint64_t rnd;
     if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
       return ringo_fail(ringoSystemError, "getrandom failed: %s", strerror(errno));
-    snprintf(l->name, sizeof l->name, SHM_NAME_PREFIX "%d-%016llx", (int)getpid(), (unsigned long long)rnd);
-    int fd = shm_open(l->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    snprintf(name, SHM_NAME_BYTES, SHM_NAME_PREFIX "%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 && errno == EEXIST) continue;
-    if (fd < 0) return ringo_fail(ringoSystemError, "shm_open(%s) failed: %s", l->name, strerror(errno));
-    l->name_live = 1;
+    if (fd < 0) return ringo_fail(ringoSystemError, "shm_open(%s) failed: %s", name, strerror(errno));
     /* Reserving the pages now turns a full /dev/shm into an error here rather than a SIGBUS
      * on the first touch of a slot. */
     int err = posix_fallocate(fd, 0, (off_t)total);
     if (err != 0) {
       close(fd);
-      return ringo_fail(ringoSystemError, "reserving %zu bytes of shared memory for %s failed: %s", total,
-                        l->name, strerror(err));
+      shm_unlink(name);
+      return ringo_fail(ringoSystemError, "reserving %zu bytes of shared memory for %s failed: %s", total, name,
+                        strerror(err));
     }
     *fd_out = fd;
     return ringoSuccess;
@@ -192,8 +201,25 @@ static ringoResult_t create_segment(struct ringo_link* l, size_t total, int* fd_
   return ringo_fail(ringoSystemError, "shm_open: could not find an unused segment name");
 }
 
-/* Describes a fresh segment in its header (pages start zeroed, so counters, flags and send_pid
- * are already 0) and in the info the sender will receive; no uninitialised byte leaves. */
+static ringoResult_t create_segment(struct ringo_link* l, size_t total, int* fd_out) {
+  RINGO_CHECK(create_named(l->name, total, fd_out));
+  l->name_live = 1;
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_shm_segment_create(size_t total, char name[SHM_NAME_BYTES], void** base) {
+  int fd = -1;
+  RINGO_CHECK(create_named(name, total, &fd));
+  *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (*base != MAP_FAILED) return ringoSuccess;
+  *base = NULL;
+  shm_unlink(name);
+  return ringo_fail(ringoSystemError, "mmap of shm segment %s (%zu bytes) failed: %s", name, total, strerror(errno));
+}
+
+/* Describes a fresh segment in its header (pages start zeroed, so counters, flags and
+ * attacher_pid are already 0) and in the info the sender will receive; no uninitialised byte leaves. */
 static ringoResult_t describe_segment(struct ringo_link* l, void* info) {
   struct shm_header* h = l->hdr;
   h->magic = SHM_MAGIC;
@@ -202,7 +228,7 @@ static ringoResult_t describe_segment(struct ringo_link* l, void* info) {
     return ringo_fail(ringoSystemError, "getrandom failed: %s", strerror(errno));
   h->slot_bytes = l->slot_bytes;
   h->nslots = l->nslots;
-  h->recv_pid = (int32_t)getpid();
+  h->creator_pid = (int32_t)getpid();
 
   struct shm_info in;
   memset(&in, 0, sizeof in);
@@ -211,21 +237,24 @@ static ringoResult_t describe_segment(struct ringo_link* l, void* info) {
   in.check = h->check;
   in.slot_bytes = h->slot_bytes;
   in.nslots = h->nslots;
-  in.recv_pid = h->recv_pid;
+  in.creator_pid = h->creator_pid;
   memcpy(in.name, l->name, sizeof in.name);
   memset(info, 0, RINGO_LINK_INFO_BYTES);
   memcpy(info, &in, sizeof in);
   return ringoSuccess;
 }
 
-static ringoResult_t shm_recv_setup(const struct ringo_link_params* p, struct ringo_link** link, void* info) {
-  if (link == NULL || info == NULL) return ringo_fail(ringoInvalidArgument, "shm recv_setup: NULL link or info");
+/* The end that makes the segment: the receiver of a ring link (recv_setup), the sender of a link
+ * made on first use (send_setup). */
+static ringoResult_t create_end(const struct ringo_link_params* p, int is_recv, struct ringo_link** link, void* info) {
+  if (link == NULL || info == NULL) return ringo_fail(ringoInvalidArgument, "shm link setup: NULL link or info");
   *link = NULL;
   RINGO_CHECK(check_params(p));
   size_t data_off, stride, total = segment_layout(p->slot_bytes, (uint64_t)p->nslots, &data_off, &stride);
   if (total == 0) return ringo_fail(ringoInvalidArgument, "shm link: segment size overflows");
-  struct ringo_link* l = link_new(p, 1);
+  struct ringo_link* l = link_new(p, is_recv);
   if (l == NULL) return ringo_fail(ringoSystemError, "shm link: out of memory");
+  l->created = 1;
   int fd = -1;
   ringoResult_t res;
   RINGO_CHECK_GOTO(create_segment(l, total, &fd), res, fail);
@@ -233,13 +262,20 @@ static ringoResult_t shm_recv_setup(const struct ringo_link_params* p, struct ri
   close(fd); /* the mapping keeps the segment alive */
   if (res != ringoSuccess) goto fail;
   RINGO_CHECK_GOTO(describe_segment(l, info), res, fail);
-  RINGO_INFO(RINGO_LOG_SHM, "shm link %d->%d: created %s (%d x %zu bytes)", p->peer_rank, p->self_rank,
+  RINGO_INFO(RINGO_LOG_SHM, "shm link %d->%d: created %s (%d x %zu bytes)", sender_rank(l), receiver_rank(l),
              l->name, p->nslots, p->slot_bytes);
   *link = l;
   return ringoSuccess;
 fail:
   shm_close(l);
   return res;
+}
+
+static ringoResult_t shm_recv_setup(const struct ringo_link_params* p, struct ringo_link** link, void* info) {
+  return create_end(p, 1, link, info);
+}
+static ringoResult_t shm_send_setup(const struct ringo_link_params* p, struct ringo_link** link, void* info) {
+  return create_end(p, 0, link, info);
 }
 
 /* The name must be one this transport could have made: no path tricks, bounded length. */
@@ -268,28 +304,54 @@ static ringoResult_t check_info(const struct ringo_link_params* p, const struct 
   return ringoSuccess;
 }
 
-/* The object behind the name must be ours, private and exactly the size the sizes imply. */
-static ringoResult_t check_segment_file(const struct ringo_link* l, int fd, size_t total) {
+/* The object behind a name must be ours, private and exactly the size the sizes imply. */
+static ringoResult_t check_object(const char* name, int fd, size_t total) {
   struct stat st;
   SYS_CHECK(fstat(fd, &st), "fstat of shm segment");
   if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0 || (size_t)st.st_size != total)
-    return ringo_fail(ringoRemoteError, "shm link %d->%d: segment %s has owner %d, mode %o, size %lld; expected a "
-                      "file of ours, 0600, %zu bytes", l->self_rank, l->peer_rank, l->name, (int)st.st_uid,
-                      (unsigned)(st.st_mode & 0777), (long long)st.st_size, total);
+    return ringo_fail(ringoRemoteError, "shm segment %s has owner %d, mode %o, size %lld; expected a file of "
+                      "ours, 0600, %zu bytes", name, (int)st.st_uid, (unsigned)(st.st_mode & 0777),
+                      (long long)st.st_size, total);
   return ringoSuccess;
+}
+
+static ringoResult_t check_segment_file(const struct ringo_link* l, int fd, size_t total) {
+  ringoResult_t res = check_object(l->name, fd, total);
+  if (res != ringoSuccess) return ringo_annotate(res, "shm link %d->%d: %s", l->self_rank, l->peer_rank,
+                                                 ringo_thread_last_error());
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_shm_segment_attach(const char* name, size_t total, void** base) {
+  *base = NULL;
+  if (!valid_name(name)) return ringo_fail(ringoRemoteError, "shm segment name is malformed");
+  int fd = shm_open(name, O_RDWR, 0);
+  if (fd < 0)
+    return ringo_fail(errno == ENOENT ? ringoRemoteError : ringoSystemError, "shm_open(%s) failed: %s", name,
+                      strerror(errno));
+  ringoResult_t res = check_object(name, fd, total);
+  if (res == ringoSuccess) {
+    void* p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) res = ringo_fail(ringoSystemError, "mmap of shm segment %s failed: %s", name, strerror(errno));
+    else *base = p;
+  }
+  close(fd);
+  return res;
 }
 
 static ringoResult_t check_header(const struct ringo_link* l, const struct shm_info* in) {
   const struct shm_header* h = l->hdr;
   if (h->magic != SHM_MAGIC || h->version != SHM_VERSION || h->check != in->check ||
-      h->slot_bytes != in->slot_bytes || h->nslots != in->nslots || h->recv_pid != in->recv_pid)
+      h->slot_bytes != in->slot_bytes || h->nslots != in->nslots || h->creator_pid != in->creator_pid)
     return ringo_fail(ringoRemoteError, "shm link %d->%d: segment %s does not match the link info of rank %d",
                       l->self_rank, l->peer_rank, l->name, l->peer_rank);
   return ringoSuccess;
 }
 
-static ringoResult_t shm_send_connect(const struct ringo_link_params* p, const void* info, struct ringo_link** link) {
-  if (link == NULL || info == NULL) return ringo_fail(ringoInvalidArgument, "shm send_connect: NULL link or info");
+/* The other end: attach to the segment the creator described in info. */
+static ringoResult_t attach_end(const struct ringo_link_params* p, int is_recv, const void* info,
+                                struct ringo_link** link) {
+  if (link == NULL || info == NULL) return ringo_fail(ringoInvalidArgument, "shm link connect: NULL link or info");
   *link = NULL;
   RINGO_CHECK(check_params(p));
   struct shm_info in;
@@ -297,14 +359,14 @@ static ringoResult_t shm_send_connect(const struct ringo_link_params* p, const v
   RINGO_CHECK(check_info(p, &in));
   size_t data_off, stride, total = segment_layout(in.slot_bytes, in.nslots, &data_off, &stride);
   if (total == 0) return ringo_fail(ringoInvalidArgument, "shm link: segment size overflows");
-  struct ringo_link* l = link_new(p, 0);
+  struct ringo_link* l = link_new(p, is_recv);
   if (l == NULL) return ringo_fail(ringoSystemError, "shm link: out of memory");
   memcpy(l->name, in.name, sizeof l->name);
   ringoResult_t res;
   int fd = shm_open(l->name, O_RDWR, 0);
   if (fd < 0) {
-    res = ringo_fail(errno == ENOENT ? ringoRemoteError : ringoSystemError,
-                     "shm link %d->%d: shm_open(%s) failed: %s", p->self_rank, p->peer_rank, l->name, strerror(errno));
+    res = ringo_fail(errno == ENOENT ? ringoRemoteError : ringoSystemError, "shm link %d->%d: shm_open(%s) failed: %s",
+                     sender_rank(l), receiver_rank(l), l->name, strerror(errno));
     goto fail;
   }
   res = check_segment_file(l, fd, total);
@@ -312,8 +374,8 @@ static ringoResult_t shm_send_connect(const struct ringo_link_params* p, const v
   close(fd);
   if (res != ringoSuccess) goto fail;
   RINGO_CHECK_GOTO(check_header(l, &in), res, fail);
-  atomic_store_explicit(&l->hdr->send_pid, (int32_t)getpid(), memory_order_release);
-  RINGO_INFO(RINGO_LOG_SHM, "shm link %d->%d: attached to %s", p->self_rank, p->peer_rank, l->name);
+  atomic_store_explicit(&l->hdr->attacher_pid, (int32_t)getpid(), memory_order_release);
+  RINGO_INFO(RINGO_LOG_SHM, "shm link %d->%d: attached to %s", sender_rank(l), receiver_rank(l), l->name);
   *link = l;
   return ringoSuccess;
 fail:
@@ -321,13 +383,22 @@ fail:
   return res;
 }
 
-/* Called once the bootstrap guarantees the sender has mapped the segment: from here on a killed
- * job leaves nothing behind in /dev/shm, since the mappings die with the processes. */
+static ringoResult_t shm_send_connect(const struct ringo_link_params* p, const void* info, struct ringo_link** link) {
+  return attach_end(p, 0, info, link);
+}
+static ringoResult_t shm_recv_connect(const struct ringo_link_params* p, const void* info, struct ringo_link** link) {
+  return attach_end(p, 1, info, link);
+}
+
+/* Called once the sender has mapped the segment (after a bootstrap barrier by both ends, or by
+ * the sender alone right after it attached to a link made on first use): from here on a killed
+ * job leaves nothing behind in /dev/shm, since the mappings die with the processes. Either end
+ * may come first, so a name already gone is not an error. */
 static ringoResult_t shm_setup_done(struct ringo_link* l) {
   if (l == NULL) return ringo_fail(ringoInvalidArgument, "shm setup_done: NULL link");
-  if (l->is_recv && l->name_live) {
+  if (!l->created || l->name_live) {
     l->name_live = 0;
-    if (shm_unlink(l->name) != 0)
+    if (shm_unlink(l->name) != 0 && errno != ENOENT)
       return ringo_fail(ringoSystemError, "shm_unlink(%s) failed: %s", l->name, strerror(errno));
   }
   return ringoSuccess;
@@ -335,9 +406,23 @@ static ringoResult_t shm_setup_done(struct ringo_link* l) {
 
 static void shm_close(struct ringo_link* l) {
   if (l == NULL) return;
+  /* A sender that made a link and leaves before its receiver attached keeps the name, so the
+   * messages it already handed off can still be received; the receiver unlinks it when it
+   * attaches, or drops it unread at its own end (shm_discard). A poisoned link (the sender left
+   * on an error) has nothing worth receiving. */
+  const int undelivered = l->created && !l->is_recv && l->hdr != NULL &&
+                          atomic_load_explicit(&l->hdr->attacher_pid, memory_order_acquire) == 0 &&
+                          atomic_load_explicit(&l->hdr->head, memory_order_acquire) != 0 &&
+                          atomic_load_explicit(&l->hdr->poisoned, memory_order_acquire) == 0;
   if (l->hdr != NULL) munmap(l->hdr, l->map_bytes);
-  if (l->name_live) shm_unlink(l->name);
+  if (l->name_live && !undelivered) shm_unlink(l->name);
   free(l);
+}
+
+static void shm_discard(const void* info) {
+  struct shm_info in;
+  memcpy(&in, info, sizeof in);
+  if (in.magic == SHM_MAGIC && valid_name(in.name)) shm_unlink(in.name);
 }
 
 /* ---- waiting ----
@@ -357,12 +442,10 @@ static int peer_ready(const struct ringo_link* l, uint32_t v) {
   return l->is_recv ? filled != 0 : filled < l->nslots;
 }
 
-static int sender_rank(const struct ringo_link* l) { return l->is_recv ? l->peer_rank : l->self_rank; }
-static int receiver_rank(const struct ringo_link* l) { return l->is_recv ? l->self_rank : l->peer_rank; }
 static const char* awaited(const struct ringo_link* l) { return l->is_recv ? "post data" : "release a slot"; }
 
 /* A process that has exited, or is a zombie nobody has reaped yet, will never move its counter. */
-static int pid_gone(pid_t pid) {
+int ringo_shm_pid_gone(int pid) {
   if (kill(pid, 0) == -1 && errno == ESRCH) return 1;
   char path[64], buf[256];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -378,8 +461,9 @@ static int pid_gone(pid_t pid) {
 
 static ringoResult_t check_peer_alive(const struct ringo_link* l) {
   const struct shm_header* h = l->hdr;
-  pid_t pid = l->is_recv ? atomic_load_explicit(&h->send_pid, memory_order_acquire) : h->recv_pid;
-  if (pid <= 0 || !pid_gone(pid)) return ringoSuccess; /* 0: the sender has not attached yet */
+  pid_t pid = l->created ? atomic_load_explicit(&h->attacher_pid, memory_order_acquire) : h->creator_pid;
+  if (pid <= 0) pid = l->peer_pid; /* not attached yet: the process init said the peer runs in */
+  if (pid <= 0 || !ringo_shm_pid_gone(pid)) return ringoSuccess;
   return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to %s on shm link %d->%d",
                     l->peer_rank, (int)pid, l->self_rank, awaited(l), sender_rank(l), receiver_rank(l));
 }
@@ -510,6 +594,19 @@ static ringoResult_t shm_recv_release(struct ringo_link* l) {
   return ringoSuccess;
 }
 
+static ringoResult_t shm_poll(struct ringo_link* l, int* ready) {
+  if (l == NULL || ready == NULL) return ringo_fail(ringoInvalidUsage, "shm poll: NULL argument");
+  *ready = 1;
+  if (l->holding) return ringoSuccess;
+  uint32_t v = atomic_load_explicit(l->is_recv ? &l->hdr->head : &l->hdr->tail, memory_order_acquire);
+  int r = peer_ready(l, v);
+  if (r < 0) return corrupt(l, v);
+  *ready = r;
+  if (r) return ringoSuccess;
+  const double now = ringo_now(); /* start = now: the caller owns the deadline */
+  return check_wait(l, now, now, &l->next_alive);
+}
+
 static ringoResult_t shm_flush(struct ringo_link* l) {
   if (l == NULL || l->is_recv) return ringo_fail(ringoInvalidUsage, "shm flush: not the sending end");
   l->draining = 1;
@@ -536,10 +633,15 @@ const struct ringo_transport ringo_transport_shm = {
     .recv_setup = shm_recv_setup,
     .send_connect = shm_send_connect,
     .setup_done = shm_setup_done,
+    .send_setup = shm_send_setup,
+    .recv_connect = shm_recv_connect,
+    .discard = shm_discard,
+    .local_info = NULL, /* the sender needs the segment's name from the receiver */
     .send_acquire = shm_send_acquire,
     .send_post = shm_send_post,
     .recv_acquire = shm_recv_acquire,
     .recv_release = shm_recv_release,
+    .poll = shm_poll,
     .flush = shm_flush,
     .poison = shm_poison,
     .close = shm_close,

@@ -406,4 +406,73 @@ TEST(MpiRing, UserMpiTrafficOnTheSameCommunicatorDoesNotCollide) {
                                  [&](MPI_Comm sub) { UserTrafficAcrossCollectives(sub, cfg); });
 }
 
+// ---------------------------------------------------------------------------------------------
+// Point-to-point over every link kind: an all-to-all of grouped ringoSend/ringoRecv (links to
+// every peer made on first use: MPI between fake hosts, shm within one), an AllReduce on the same
+// communicator in between, and the all-to-all again over the links made the first time.
+
+void AllToAll(ringoComm_t comm, int n, int r, size_t count, int round) {
+  std::vector<int32_t> out(count * static_cast<size_t>(n)), in(out.size(), -1);
+  for (size_t i = 0; i < out.size(); i++) out[i] = static_cast<int32_t>((r * 131 + round) * 1000003 + i);
+  ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+  for (int p = 0; p < n; p++) {
+    EXPECT_EQ(ringoSend(&out[count * p], count, ringoInt32, p, comm, nullptr), ringoSuccess);
+    EXPECT_EQ(ringoRecv(&in[count * p], count, ringoInt32, p, comm, nullptr), ringoSuccess);
+  }
+  ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << "rank " << r << ": " << ringoGetLastError(comm);
+  size_t wrong = 0;
+  for (int p = 0; p < n; p++)
+    for (size_t i = 0; i < count; i++)
+      wrong += in[count * p + i] != static_cast<int32_t>((p * 131 + round) * 1000003 + count * r + i);
+  EXPECT_EQ(wrong, 0u) << "rank " << r << ", round " << round;
+}
+
+void PointToPoint(MPI_Comm sub, const RingConfig& cfg) {
+  ringoComm_t comm = InitRing(sub, cfg);
+  if (!comm) return;
+  const int n = cfg.n, r = CommRank(sub);
+  const size_t count = 300001;  // over the 4-slot FIFO of every link: the group must interleave
+  AllToAll(comm, n, r, count, 0);
+  int64_t mine = r + 1, sum = 0;
+  EXPECT_EQ(ringoAllReduce(&mine, &sum, 1, ringoInt64, ringoSum, comm, nullptr), ringoSuccess) << ringoGetLastError(comm);
+  EXPECT_EQ(sum, int64_t(n) * (n + 1) / 2);
+  AllToAll(comm, n, r, 7, 1);
+  EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+}
+
+TEST(MpiRing, GroupedSendRecvAllToAllOverEveryLinkKind) {
+  const RingConfig rings[] = {{"mpi8", 8, "mpi", {}}, {"hosts1_2_3", 6, nullptr, {2, 1, 2, 0, 1, 2}},
+                              {"shm4", 4, nullptr, {}}};
+  if (CommSize(MPI_COMM_WORLD) < 8) GTEST_SKIP() << "needs 8 ranks: run with mpirun -np 8";
+  for (const RingConfig& cfg : rings)
+    ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, cfg.n, [](int r) { return r; },
+                                 [&](MPI_Comm sub) { PointToPoint(sub, cfg); });
+}
+
+// RINGO_ALGO=naive over MPI links: rank 0's star links to its ring neighbours run beside the ring
+// links of the same pairs, on their own MPI tag, so no message lands on the wrong link.
+TEST(MpiRing, NaiveStarBesideTheRingOverMpi) {
+  if (CommSize(MPI_COMM_WORLD) < 3) GTEST_SKIP() << "needs 3 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 3, [](int r) { return r; }, [&](MPI_Comm sub) {
+    setenv("RINGO_ALGO", "naive", 1);
+    ringoComm_t comm = InitRing(sub, {"mpi3", 3, "mpi", {}});
+    unsetenv("RINGO_ALGO");
+    if (!comm) return;
+    const int r = CommRank(sub);
+    std::vector<float> buf(300001);
+    for (int round = 0; round < 2; round++) {
+      for (size_t i = 0; i < buf.size(); i++) buf[i] = float(r + 1 + i % 7);
+      EXPECT_EQ(ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, comm, nullptr),
+                ringoSuccess) << ringoGetLastError(comm);
+      size_t wrong = 0;
+      for (size_t i = 0; i < buf.size(); i++) wrong += buf[i] != float(6 + 3 * (i % 7));
+      EXPECT_EQ(wrong, 0u) << "naive all-reduce, rank " << r;
+      std::vector<float> b(1000, r == 1 ? 5.0f : 0.0f);  // a ring collective between them
+      EXPECT_EQ(ringoBroadcast(b.data(), b.data(), b.size(), ringoFloat32, 1, comm, nullptr), ringoSuccess);
+      EXPECT_EQ(b[999], 5.0f);
+    }
+    EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  });
+}
+
 }  // namespace

@@ -1,0 +1,386 @@
+/* p2p.c — ringoSend / ringoRecv: messages between any two ranks over links made on first use, and
+ * the engine that progresses every send and receive of a group together so no pattern deadlocks.
+ * Tested by test/test_p2p.cc (and through the NCCL shim by test/test_nccl_program.cc). */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "comm.h"
+#include "reduce.h"
+
+/* Every slice of a message starts with this header, so a receiver that expects another count or
+ * type, or a slice out of place, is caught instead of reading garbage. 64 bytes, like the
+ * collectives' fingerprint, so the payload stays aligned. */
+struct p2p_header {
+  uint32_t magic, type;
+  uint64_t seq, count, offset; /* message number on this link, its elements, this slice's first byte */
+};
+#define P2P_HEADER 64
+#define P2P_MAGIC 0x50325031u /* "P2P1" */
+_Static_assert(sizeof(struct p2p_header) <= P2P_HEADER, "p2p header too large");
+
+#define P2P_YIELDS 16       /* idle passes that yield before the engine starts napping */
+#define P2P_NAP_NS 20000L   /* a nap: short next to a slice's transfer, long next to a poll */
+#define P2P_LIVENESS_S 0.1  /* how often a sender waiting for a receiver's link asks if it exists */
+
+/* ---- the mailbox: how a sender tells its receiver where a link made on first use lives ----
+ * One shared-memory table per host, made at init by the host's lowest rank, with one entry per
+ * ordered pair of the host's ranks. The sender makes the link, writes its description into entry
+ * (receiver, sender) and marks it posted; the receiver polls it. An MPI link needs no description
+ * (its transport has local_info), so only ranks of one host ever use the table. */
+struct mailbox_entry {
+  _Atomic uint32_t posted;
+  uint32_t pad;
+  unsigned char info[RINGO_LINK_INFO_BYTES];
+};
+
+static int same_host(const ringoComm_t comm, int a, int b) {
+  return strcmp(comm->info[a].host, comm->info[b].host) == 0;
+}
+
+/* Rank r's index among the ranks of its host (in rank order); *nlocal = how many there are. */
+static int host_index(const ringoComm_t comm, int r, int* nlocal) {
+  int index = 0, n = 0;
+  for (int q = 0; q < comm->nranks; q++) {
+    if (!same_host(comm, q, r)) continue;
+    if (q < r) index++;
+    n++;
+  }
+  *nlocal = n;
+  return index;
+}
+
+static struct mailbox_entry* mailbox_entry(const ringoComm_t comm, int to, int from) {
+  int nlocal;
+  const int t = host_index(comm, to, &nlocal), f = host_index(comm, from, &nlocal);
+  return (struct mailbox_entry*)comm->mailbox + (size_t)t * (size_t)nlocal + (size_t)f;
+}
+
+ringoResult_t ringo_p2p_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+  comm->p2p = calloc((size_t)comm->nranks, sizeof *comm->p2p);
+  if (!comm->p2p) return ringo_fail(ringoSystemError, "out of memory for point-to-point state");
+  if (comm->nranks == 1) return ringoSuccess;
+  int nlocal, leader = 0;
+  while (!same_host(comm, leader, comm->rank)) leader++;
+  host_index(comm, comm->rank, &nlocal);
+  comm->mailbox_bytes = ((size_t)nlocal * (size_t)nlocal * sizeof(struct mailbox_entry) + 4095) / 4096 * 4096;
+  char mine[64] = {0};
+  char* names = calloc((size_t)comm->nranks, sizeof mine);
+  ringoResult_t res = names ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for mailbox names");
+  if (res == ringoSuccess && leader == comm->rank && nlocal > 1)
+    res = ringo_shm_segment_create(comm->mailbox_bytes, mine, &comm->mailbox);
+  /* Every rank takes part in the allgather and the barrier, even one alone on its host. */
+  if (res == ringoSuccess) res = rv->allgather(rv->ctx, mine, sizeof mine, names);
+  if (res == ringoSuccess && leader != comm->rank && nlocal > 1) {
+    names[(size_t)leader * sizeof mine + sizeof mine - 1] = '\0';
+    res = ringo_shm_segment_attach(names + (size_t)leader * sizeof mine, comm->mailbox_bytes, &comm->mailbox);
+  }
+  if (res == ringoSuccess) res = rv->barrier(rv->ctx);
+  if (mine[0]) shm_unlink(mine); /* mapped by every rank of the host now, or never will be */
+  free(names);
+  return res;
+}
+
+void ringo_p2p_free(ringoComm_t comm) {
+  /* Links senders made for this rank that it never attached to: nobody else would free them. */
+  for (int r = 0; comm->p2p && comm->mailbox && r < comm->nranks; r++) {
+    if (comm->p2p[r].recv.link || r == comm->rank || !same_host(comm, r, comm->rank)) continue;
+    struct mailbox_entry* e = mailbox_entry(comm, comm->rank, r);
+    if (atomic_load_explicit(&e->posted, memory_order_acquire) && ringo_transport_shm.discard)
+      ringo_transport_shm.discard(e->info);
+  }
+  for (int r = 0; comm->p2p && r < comm->nranks; r++) {
+    struct ringo_conn* c[2] = {&comm->p2p[r].send, &comm->p2p[r].recv};
+    for (int k = 0; k < 2; k++)
+      if (c[k]->link) c[k]->tp->close(c[k]->link);
+  }
+  free(comm->p2p);
+  comm->p2p = NULL;
+  if (comm->mailbox) munmap(comm->mailbox, comm->mailbox_bytes);
+  comm->mailbox = NULL;
+}
+
+/* ---- links made on first use ----
+ * The sender makes a link, so its first message never waits for the receiver (a small message
+ * outside a group is buffered like any other); the receiver attaches when the description is
+ * there. */
+
+static ringoResult_t check_same_host(const ringoComm_t comm, int peer, const struct ringo_transport* tp) {
+  if (same_host(comm, comm->rank, peer)) return ringoSuccess;
+  return ringo_fail(ringoInvalidUsage, "rank %d (host %s) and rank %d (host %s): a %s link needs both on one host",
+                    comm->rank, comm->info[comm->rank].host, peer, comm->info[peer].host, tp->name);
+}
+
+/* The sender's end. Never waits. */
+static ringoResult_t open_send_link(ringoComm_t comm, int peer) {
+  struct ringo_conn* c = &comm->p2p[peer].send;
+  if (c->link) return ringoSuccess;
+  struct ringo_link_params p;
+  ringo_comm_link_params(comm, peer, RINGO_CHANNEL_P2P, &p);
+  RINGO_CHECK(ringo_comm_pick_transport(comm, peer, &c->tp));
+  unsigned char info[RINGO_LINK_INFO_BYTES];
+  c->peer = peer;
+  if (c->tp->local_info) {
+    c->tp->local_info(&p, info);
+    return c->tp->send_connect(&p, info, &c->link);
+  }
+  RINGO_CHECK(check_same_host(comm, peer, c->tp));
+  RINGO_CHECK(c->tp->send_setup(&p, &c->link, info));
+  struct mailbox_entry* e = mailbox_entry(comm, peer, comm->rank);
+  memcpy(e->info, info, sizeof info);
+  atomic_store_explicit(&e->posted, 1, memory_order_release);
+  return ringoSuccess;
+}
+
+/* The receiver's end: attach once the sender has posted its link. *ready = 0: not yet. */
+static ringoResult_t try_open_recv_link(ringoComm_t comm, int peer, double* next_alive, int* ready) {
+  struct ringo_conn* c = &comm->p2p[peer].recv;
+  *ready = 1;
+  if (c->link) return ringoSuccess;
+  struct ringo_link_params p;
+  ringo_comm_link_params(comm, peer, RINGO_CHANNEL_P2P, &p);
+  RINGO_CHECK(ringo_comm_pick_transport(comm, peer, &c->tp));
+  c->peer = peer;
+  unsigned char info[RINGO_LINK_INFO_BYTES];
+  if (c->tp->local_info) return c->tp->recv_setup(&p, &c->link, info);
+  RINGO_CHECK(check_same_host(comm, peer, c->tp));
+  struct mailbox_entry* e = mailbox_entry(comm, comm->rank, peer);
+  if (atomic_load_explicit(&e->posted, memory_order_acquire) == 0) {
+    *ready = 0;
+    const double now = ringo_now();
+    if (now < *next_alive) return ringoSuccess;
+    *next_alive = now + P2P_LIVENESS_S;
+    if (ringo_shm_pid_gone(comm->info[peer].pid))
+      return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to send", peer,
+                        (int)comm->info[peer].pid, comm->rank);
+    return ringoSuccess;
+  }
+  memcpy(info, e->info, sizeof info);
+  RINGO_CHECK(c->tp->recv_connect(&p, info, &c->link));
+  return c->tp->setup_done(c->link);
+}
+
+/* ---- messages ---- */
+
+/* One send or receive of a batch, and how far it got. */
+struct task {
+  const struct ringo_op* op;
+  size_t bytes, done;
+  uint64_t seq;
+  int finished;
+  double next_alive;
+};
+
+static const char* kind_name(const struct ringo_op* op) { return op->kind == RINGO_KIND_SEND ? "ringoSend" : "ringoRecv"; }
+
+static ringoResult_t header_mismatch(ringoComm_t comm, const struct task* t, const struct p2p_header* h, size_t got) {
+  const struct ringo_op* op = t->op;
+  if (got < P2P_HEADER || h->magic != P2P_MAGIC)
+    return ringo_fail(ringoRemoteError, "rank %d: ringoRecv from rank %d got a malformed %zu-byte slice", comm->rank,
+                      op->peer, got);
+  return ringo_fail(ringoInvalidUsage, "point-to-point mismatch: rank %d's ringoRecv #%llu from rank %d expects %zu x %s "
+                    "(slice at byte %zu), but rank %d's ringoSend #%llu sent %llu x %s (slice at byte %llu)",
+                    comm->rank, (unsigned long long)t->seq, op->peer, op->count, ringo_type_name(op->type), t->done,
+                    op->peer, (unsigned long long)h->seq, (unsigned long long)h->count,
+                    ringo_type_name((ringoDataType_t)h->type), (unsigned long long)h->offset);
+}
+
+/* Moves one slice of t if its link is ready (or waits for it when may_block: the last task left
+ * has nobody else to make way for). *moved = 1 when a slice moved. */
+static ringoResult_t task_step(ringoComm_t comm, struct task* t, int may_block, int* moved) {
+  const struct ringo_op* op = t->op;
+  const int sending = op->kind == RINGO_KIND_SEND;
+  struct ringo_conn* c = sending ? &comm->p2p[op->peer].send : &comm->p2p[op->peer].recv;
+  int ready = 1;
+  *moved = 0;
+  if (sending) RINGO_CHECK(open_send_link(comm, op->peer));
+  else RINGO_CHECK(try_open_recv_link(comm, op->peer, &t->next_alive, &ready));
+  if (ready && !may_block) RINGO_CHECK(c->tp->poll(c->link, &ready));
+  if (!ready) return ringoSuccess;
+  const size_t n = t->bytes - t->done < comm->slot_bytes - P2P_HEADER ? t->bytes - t->done : comm->slot_bytes - P2P_HEADER;
+  const struct p2p_header mine = {P2P_MAGIC, (uint32_t)op->type, t->seq, op->count, t->done};
+  if (sending) {
+    void* slot;
+    RINGO_CHECK(c->tp->send_acquire(c->link, &slot));
+    memcpy(slot, &mine, sizeof mine);
+    ringo_copy2((char*)slot + P2P_HEADER, NULL, (const char*)op->sendbuff + t->done, n);
+    RINGO_CHECK(c->tp->send_post(c->link, n + P2P_HEADER));
+    atomic_fetch_add_explicit(&comm->bytes_sent, n, memory_order_relaxed);
+  } else {
+    const void* slot;
+    size_t got;
+    struct p2p_header theirs = {0};
+    RINGO_CHECK(c->tp->recv_acquire(c->link, &slot, &got));
+    if (got >= P2P_HEADER) memcpy(&theirs, slot, sizeof theirs);
+    if (got != n + P2P_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0) return header_mismatch(comm, t, &theirs, got);
+    ringo_copy2((char*)op->recvbuff + t->done, NULL, (const char*)slot + P2P_HEADER, n);
+    RINGO_CHECK(c->tp->recv_release(c->link));
+    atomic_fetch_add_explicit(&comm->bytes_received, n, memory_order_relaxed);
+  }
+  t->done += n;
+  t->finished = t->done == t->bytes;
+  *moved = 1;
+  return ringoSuccess;
+}
+
+/* Sends and receives to oneself pair up in call order inside the batch: the data is copied. */
+static ringoResult_t pair_self(ringoComm_t comm, struct task* tasks, size_t n) {
+  size_t r = 0;
+  for (size_t s = 0; s < n; s++) {
+    const struct ringo_op* send = tasks[s].op;
+    if (send->kind != RINGO_KIND_SEND || send->peer != comm->rank) continue;
+    while (r < n && (tasks[r].op->kind != RINGO_KIND_RECV || tasks[r].op->peer != comm->rank)) r++;
+    if (r == n)
+      return ringo_fail(ringoInvalidUsage, "rank %d: ringoSend to itself needs a matching ringoRecv from itself in the "
+                        "same group", comm->rank);
+    const struct ringo_op* recv = tasks[r].op;
+    if (recv->count != send->count || recv->type != send->type)
+      return ringo_fail(ringoInvalidUsage, "point-to-point mismatch: rank %d sends %zu x %s to itself but receives "
+                        "%zu x %s", comm->rank, send->count, ringo_type_name(send->type), recv->count,
+                        ringo_type_name(recv->type));
+    if (send->count) memmove(recv->recvbuff, send->sendbuff, tasks[s].bytes);
+    tasks[s].finished = tasks[r].finished = 1;
+    r++;
+  }
+  for (; r < n; r++)
+    if (tasks[r].op->kind == RINGO_KIND_RECV && tasks[r].op->peer == comm->rank && !tasks[r].finished)
+      return ringo_fail(ringoInvalidUsage, "rank %d: ringoRecv from itself needs a matching ringoSend to itself in "
+                        "the same group", comm->rank);
+  return ringoSuccess;
+}
+
+/* A message waits for the earlier ones on its link: each link is a FIFO. */
+static int waits_for_earlier(const struct task* tasks, size_t i) {
+  for (size_t j = 0; j < i; j++)
+    if (!tasks[j].finished && tasks[j].op->kind == tasks[i].op->kind && tasks[j].op->peer == tasks[i].op->peer)
+      return 1;
+  return 0;
+}
+
+static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t n, int aborted) {
+  size_t i = 0;
+  while (i < n && tasks[i].finished) i++;
+  const struct task* t = &tasks[i < n ? i : 0];
+  const char* link = t->op->kind == RINGO_KIND_RECV && !comm->p2p[t->op->peer].recv.link
+                         ? " (the sender has not made the link yet)" : "";
+  if (aborted)
+    return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted during %s #%llu %s rank %d", comm->rank,
+                      kind_name(t->op), (unsigned long long)t->seq, t->op->kind == RINGO_KIND_SEND ? "to" : "from",
+                      t->op->peer);
+  return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s without progress: %s #%llu %s rank %d moved %zu of "
+                    "%zu bytes%s", comm->rank, comm->env.timeout_s, kind_name(t->op), (unsigned long long)t->seq,
+                    t->op->kind == RINGO_KIND_SEND ? "to" : "from", t->op->peer, t->done, t->bytes, link);
+}
+
+/* Round-robin over the unfinished tasks, moving every slice whose link is ready; when a whole
+ * pass moves nothing, yield, then nap — bounded by RINGO_TIMEOUT without progress. */
+static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n) {
+  size_t left = 0;
+  for (size_t i = 0; i < n; i++) left += !tasks[i].finished;
+  const struct timespec nap = {0, P2P_NAP_NS};
+  double stall_start = 0;
+  for (int idle = 0; left > 0;) {
+    int progressed = 0;
+    for (size_t i = 0; i < n; i++) {
+      struct task* t = &tasks[i];
+      if (t->finished || waits_for_earlier(tasks, i)) continue;
+      for (int moved = 1; moved && !t->finished;) {
+        ringoResult_t res = task_step(comm, t, left == 1, &moved);
+        if (res != ringoSuccess)
+          return ringo_annotate(res, "%s [in %s #%llu %s rank %d, at byte %zu of %zu]", ringo_thread_last_error(),
+                                kind_name(t->op), (unsigned long long)t->seq,
+                                t->op->kind == RINGO_KIND_SEND ? "to" : "from", t->op->peer, t->done, t->bytes);
+        progressed |= moved;
+      }
+      left -= t->finished;
+    }
+    if (progressed) {
+      idle = 0;
+      continue;
+    }
+    const double now = ringo_now();
+    if (idle++ == 0) stall_start = now;
+    if (atomic_load_explicit(&comm->abort_flag, memory_order_relaxed)) return stalled(comm, tasks, n, 1);
+    if (now - stall_start > comm->env.timeout_s) return stalled(comm, tasks, n, 0);
+    if (idle < P2P_YIELDS) sched_yield();
+    else nanosleep(&nap, NULL);
+  }
+  return ringoSuccess;
+}
+
+static ringoResult_t run_batch(ringoComm_t comm, struct task* tasks, const struct ringo_op* const* ops, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    struct ringo_p2p_peer* pp = &comm->p2p[ops[i]->peer];
+    tasks[i].op = ops[i];
+    tasks[i].bytes = ops[i]->count * ringo_type_size(ops[i]->type);
+    tasks[i].finished = tasks[i].bytes == 0; /* both ends skip an empty message */
+    if (!tasks[i].finished && ops[i]->peer != comm->rank)
+      tasks[i].seq = ops[i]->kind == RINGO_KIND_SEND ? pp->sent++ : pp->received++;
+  }
+  RINGO_CHECK(pair_self(comm, tasks, n));
+  return progress(comm, tasks, n);
+}
+
+ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+  ringoResult_t res = ringo_comm_check_usable(comm, kind_name(ops[0]));
+  if (res != ringoSuccess) return ringo_comm_record(comm, res);
+  struct task* tasks = calloc(n, sizeof *tasks);
+  if (!tasks) return ringo_comm_record(comm, ringo_fail(ringoSystemError, "out of memory for %zu sends/receives", n));
+  atomic_fetch_add(&comm->inflight, 1);
+  res = run_batch(comm, tasks, ops, n);
+  if (res != ringoSuccess) ringo_comm_fail(comm, res);
+  free(tasks);
+  /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
+  atomic_fetch_sub(&comm->inflight, 1);
+  return res;
+}
+
+/* ---- the public entry points ---- */
+
+static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
+  ringo_thread_clear_error();
+  const char* name = kind_name(&op);
+  const ringoComm_t comm = op.comm;
+  if (!comm) return ringo_fail(ringoInvalidArgument, "%s: comm is NULL", name);
+  const size_t esize = ringo_type_size(op.type);
+  const void* buf = op.kind == RINGO_KIND_SEND ? op.sendbuff : op.recvbuff;
+  ringoResult_t res = ringoSuccess;
+  if (atomic_load(&comm->abort_flag)) res = ringo_fail(ringoInvalidUsage, "%s: comm was aborted", name);
+  else if (esize == 0) res = ringo_fail(ringoInvalidArgument, "%s: invalid datatype %d", name, (int)op.type);
+  else if (op.peer < 0 || op.peer >= comm->nranks)
+    res = ringo_fail(ringoInvalidArgument, "%s: peer %d out of range [0, %d)", name, op.peer, comm->nranks);
+  else if (op.count > SIZE_MAX / esize)
+    res = ringo_fail(ringoInvalidArgument, "%s: count %zu of %s overflows the address space", name, op.count,
+                     ringo_type_name(op.type));
+  else if (op.count > 0 && !buf)
+    res = ringo_fail(ringoInvalidArgument, "%s: %s is NULL with count %zu", name,
+                     op.kind == RINGO_KIND_SEND ? "sendbuff" : "recvbuff", op.count);
+  else if (stream)
+    res = ringo_fail(ringoInvalidArgument, "%s: a stream was given, but this build has no CUDA path; pass NULL for "
+                     "host buffers", name);
+  if (res != ringoSuccess) return ringo_comm_record(comm, res);
+  if (ringo_group_enqueue(&op, &res)) return ringo_comm_record(comm, res);
+  /* Caught before anything moves, so the communicator stays usable. */
+  if (op.peer == comm->rank && op.count > 0)
+    return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "%s: rank %d %s itself outside a group; put the "
+                                              "ringoSend and the ringoRecv in one ringoGroupStart/End", name,
+                                              comm->rank, op.kind == RINGO_KIND_SEND ? "sends to" : "receives from"));
+  const struct ringo_op* one = &op;
+  return ringo_p2p_run(comm, &one, 1);
+}
+
+ringoResult_t ringoSend(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer, ringoComm_t comm,
+                        ringoStream_t stream) {
+  return submit((struct ringo_op){.kind = RINGO_KIND_SEND, .peer = peer, .sendbuff = sendbuff, .count = count,
+                                  .type = datatype, .comm = comm},
+                stream);
+}
+
+ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t datatype, int peer, ringoComm_t comm,
+                        ringoStream_t stream) {
+  return submit((struct ringo_op){.kind = RINGO_KIND_RECV, .peer = peer, .recvbuff = recvbuff, .count = count,
+                                  .type = datatype, .comm = comm},
+                stream);
+}
