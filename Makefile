@@ -41,6 +41,8 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bin/%)
 # everything is built with -DRINGO_HAVE_CUDA. libcudart loads without a driver or a GPU, its calls
 # then return errors, so the library still works there. `make CUDA=0` builds without CUDA.
 CUDA ?= 1
+# This block names the first targets of the file (the config stamp): a bare `make` must still mean all.
+.DEFAULT_GOAL := all
 NVCC := $(if $(filter 1,$(CUDA)),$(NVCC))
 CUDA_ROOT := $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)))
 CUDA_LIB := $(if $(NVCC),$(firstword $(wildcard $(CUDA_ROOT)/lib64 $(CUDA_ROOT)/lib)))
@@ -76,6 +78,22 @@ $(LIB_OBJ): $(BUILD)/cuda.config
 detect: cuda-detect
 cuda-detect:
 	@echo "ringo build: CUDA $(if $(NVCC),on: cuda/*.cu with $(CUDA_GENCODE)$(comma) -lcudart from $(CUDA_LIB),part skipped ($(if $(filter 1,$(CUDA)),nvcc not found at $(CUDA_HOME)/bin/nvcc nor on PATH,CUDA=$(CUDA))): building without it)"
+
+# The device benchmark (bench/ringo-gpu-bench.c) needs the CUDA runtime's headers and library, so
+# the generic bench rule below, which has neither, must never build it: it is taken out of the
+# tools list here and built by its own rule only when nvcc is found.
+BENCH_BIN := $(filter-out $(BUILD)/bin/ringo-gpu-bench,$(BENCH_BIN))
+ifneq ($(NVCC),)
+tools: $(BUILD)/bin/ringo-gpu-bench
+$(BUILD)/bin/ringo-gpu-bench: bench/ringo-gpu-bench.c bench/gpu_bench.h bench/bench_args.h $(BUILD)/lib/libringo.a include/ringo.h \
+                             $(BUILD)/cuda.config
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -DRINGO_HAVE_CUDA -I$(CUDA_ROOT)/include \
+	  -Iinclude $< -o $@ $(BUILD)/lib/libringo.a $(LDLIBS)
+else
+$(BUILD)/bin/ringo-gpu-bench:
+	@echo "ringo-gpu-bench needs CUDA ($(if $(filter 1,$(CUDA)),nvcc not found,CUDA=$(CUDA))): not built"; exit 1
+endif
 
 # On a machine with a GPU: build for sm_90, run the GPU suites, log everything into LOG (a folder).
 gpu-check:

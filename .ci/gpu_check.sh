@@ -1,87 +1,229 @@
 #!/usr/bin/env bash
-# gpu_check.sh — `make gpu-check LOG=dir` on a machine with a GPU: builds ringo with CUDA for sm_90,
-# runs the GPU suites and writes the whole log (gpu_check.log) and a one-line verdict (summary.txt)
-# into LOG. Needs nvcc, a GPU with its driver, GoogleTest. Exit 0 only if every test ran and passed.
+# gpu_check.sh — `make gpu-check LOG=dir` on a machine with a GPU: builds ringo with CUDA for sm_90, runs the
+# GPU suites (and again under MPS when it starts), then the device benchmark with N = 2, 4, 8 ranks on one GPU,
+# and writes into LOG the whole log (gpu_check.log), the bench tables (table.txt, bench_N*.txt/.json) and a
+# verdict line plus the tables (summary.txt). Needs nvcc, a GPU with its driver, GoogleTest. Exit 0 only if
+# every suite ran and passed and every bench row was right; always done in under 8 minutes.
 set -u -o pipefail
 
 LOG=${1:-${LOG:-gpu-check-log}}
 BUILD=${BUILD:-build-gpu}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-# The GPU suites. Today only the reduce-copy kernels exist; the device collectives, the CUDA IPC
-# transport and the device benchmark join this list as the CUDA issue lands.
-GPU_SUITES=(test_cuda_kernels)
+# The GPU suites: the reduce-copy kernels, the ring kernel, the device-pointer collectives (InitAll N = 2, 4, 8
+# on one GPU) and the multi-process CUDA IPC path (test_device; RINGO_TEST_MPS=1 tells it MPS is on).
+GPU_SUITES=(test_cuda_kernels test_cuda_ring test_device)
+# Benchmark runs, "N devices" ("-" = the default, every rank on device 0).
+BENCH_RUNS=("2 0,0" "4 0,0,0,0" "8 -")
+BENCH_ARGS=(-b 1M -e 1G -f 4 -d all)
+# Seconds: each part gets its cap, or less so that the whole run ends by DEADLINE_S (under 8 minutes with
+# the kill grace periods and MPS's stop): the parts after it are left at least what they reserve.
+BUILD_S=240 TESTS_S=150 BENCH_S=150 DEADLINE_S=440
+FAILS=()
 
 step() { echo; echo "=== $* ($(date +%T))"; }
+problem() { echo "gpu-check: problem: $*"; FAILS+=("$*"); }
+# budget CAP RESERVE: seconds for the next part.
+budget() {
+  local left=$((DEADLINE_S - (SECONDS - START) - $2))
+  local t=$(($1 < left ? $1 : left))
+  echo $((t < 10 ? 10 : t))
+}
+
+# ---------------------------------------------------------------- MPS
+
+MPS_ON=0
+mps_start() {
+  MPS_PIPE=$LOG_ABS/mps/pipe
+  # The control socket's path must fit a sockaddr_un (108 bytes).
+  [ ${#MPS_PIPE} -gt 80 ] && MPS_PIPE=$(mktemp -d /tmp/ringo-mps.XXXXXX)
+  export CUDA_MPS_LOG_DIRECTORY=$LOG_ABS/mps/log
+  mkdir -p "$MPS_PIPE" "$CUDA_MPS_LOG_DIRECTORY" "$LOG_ABS/mps/none"
+  if ! command -v nvidia-cuda-mps-control >/dev/null; then
+    echo "MPS: not started: nvidia-cuda-mps-control not found; multi-process tests run time-sliced only"
+    return
+  fi
+  CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE timeout 10 nvidia-cuda-mps-control -d
+  local rc=$?
+  # -d returns once the daemon has forked; it is up when it answers on its pipe.
+  if [ "$rc" -eq 0 ] && echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE timeout 5 nvidia-cuda-mps-control >/dev/null; then
+    MPS_ON=1
+    echo "MPS: started (CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE, logs in $CUDA_MPS_LOG_DIRECTORY)"
+  else
+    echo "MPS: not started (nvidia-cuda-mps-control -d: exit $rc); multi-process tests run time-sliced only"
+    tail -n 5 "$CUDA_MPS_LOG_DIRECTORY/control.log" 2>/dev/null
+  fi
+}
+
+mps_stop() {
+  [ "$MPS_ON" -eq 1 ] || return 0
+  MPS_ON=0
+  if echo quit | CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE timeout 10 nvidia-cuda-mps-control; then
+    echo "MPS: stopped"
+  else
+    echo "MPS: 'quit' failed or timed out (exit $?)"
+  fi
+}
+
+# ---------------------------------------------------------------- parts
+
+# build_all: fills BINS with the suites that built; a missing or unbuilt suite is a problem.
+build_all() {
+  local targets=(lib "$BUILD/bin/ringo-gpu-bench") s
+  BINS=()
+  for s in "${GPU_SUITES[@]}"; do
+    if [ -f "test/$s.cc" ]; then targets+=("$BUILD/test/$s"); else problem "$s missing (no test/$s.cc)"; fi
+  done
+  # Old binaries go first, so that one that fails to build now cannot run in its place.
+  rm -f "$BUILD/bin/ringo-gpu-bench" "${GPU_SUITES[@]/#/$BUILD/test/}"
+  local cap t0=$SECONDS
+  cap=$(budget $BUILD_S 180)
+  step "build (BUILD=$BUILD, -j$JOBS, sm_90 + compute_90 PTX, at most $cap s)"
+  timeout -k 10 "$cap" make --no-print-directory -k -j"$JOBS" BUILD="$BUILD" CUDA=1 "${targets[@]}"
+  local rc=$?
+  echo "build took $((SECONDS - t0)) s (make exit $rc)"
+  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && problem "build took over $cap s"
+  for s in "${GPU_SUITES[@]}"; do
+    [ -f "test/$s.cc" ] || continue
+    if [ -x "$BUILD/test/$s" ]; then BINS+=("$BUILD/test/$s"); else problem "$s did not build"; fi
+  done
+  [ -x "$BUILD/bin/ringo-gpu-bench" ] || problem "ringo-gpu-bench did not build"
+}
+
+# test_pass NAME CAP ENV...: runs the built suites once with ENV; a failure, a timeout or a skip (on a GPU
+# machine a skipped GPU test checked nothing) is a problem.
+test_pass() {
+  local name=$1 cap=$2 out rc summary skipped t0=$SECONDS
+  shift 2
+  step "tests: $name ($*; at most $cap s)"
+  out=$(mktemp)
+  env "$@" RINGO_TEST_TIMEOUT=$((cap - 5)) timeout -k 5 "$cap" .ci/run_tests.sh "${BINS[@]}" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  summary=$(tail -n 1 "$out")
+  rm -f "$out"
+  echo "tests ($name) took $((SECONDS - t0)) s"
+  skipped=$(echo "$summary" | sed -n 's/.*, \([0-9]*\) skipped$/\1/p')
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then problem "tests ($name) took over $cap s"
+  elif [ "$rc" -ne 0 ]; then problem "tests ($name): $summary"
+  elif [ "${skipped:-0}" -ne 0 ]; then problem "tests ($name): $summary — a GPU test skipped (no usable device?)"
+  else echo "gpu-check: tests ($name): $summary"; PASSED+=("tests ($name): $summary")
+  fi
+}
+
+run_tests_all() {
+  if [ ${#BINS[@]} -eq 0 ]; then
+    problem "no GPU suite to run"
+    return
+  fi
+  local cap
+  cap=$(budget $TESTS_S 90)
+  step "MPS"
+  mps_start
+  # Without MPS first: pointing CUDA at an empty pipe folder keeps even a system-wide MPS daemon out.
+  local first=$cap t0=$SECONDS
+  [ "$MPS_ON" -eq 1 ] && first=$((cap * 3 / 5))
+  test_pass "without MPS" "$first" CUDA_MPS_PIPE_DIRECTORY="$LOG_ABS/mps/none" RINGO_TEST_MPS=0
+  if [ "$MPS_ON" -eq 1 ]; then
+    local rest=$((cap - (SECONDS - t0)))
+    test_pass "with MPS" $((rest < 20 ? 20 : rest)) CUDA_MPS_PIPE_DIRECTORY="$MPS_PIPE" RINGO_TEST_MPS=1
+  fi
+  mps_stop
+}
+
+# The benchmark runs share BENCH_S (or what the deadline leaves) in proportion to N + 4 (the fixed part is the
+# host's: pinned buffers, filling the inputs), a run that ends early leaving its time to the next ones. The
+# benchmark's own -t is a little shorter, so that a stuck stream is reported by it before timeout kills it.
+run_bench_all() {
+  local bench=$BUILD/bin/ringo-gpu-bench total t0=$SECONDS weight=0 spec n g
+  [ -x "$bench" ] || return
+  total=$(budget $BENCH_S 0)
+  for spec in "${BENCH_RUNS[@]}"; do weight=$((weight + ${spec%% *} + 4)); done
+  for spec in "${BENCH_RUNS[@]}"; do
+    n=${spec%% *} g=${spec#* }
+    local cap=$(((total - (SECONDS - t0)) * (n + 4) / weight))
+    weight=$((weight - n - 4))
+    cap=$((cap < 10 ? 10 : cap))
+    local args=(-N "$n" "${BENCH_ARGS[@]}" -t $((cap - 5)) -J "$LOG/bench_N$n.json")
+    [ "$g" != - ] && args+=(-g "$g")
+    step "bench N=$n (at most $cap s)"
+    echo "\$ $bench ${args[*]}"
+    timeout -k 5 "$cap" "$bench" "${args[@]}" 2>&1 | tee "$LOG/bench_N$n.txt"
+    local rc=${PIPESTATUS[0]}
+    { echo "## N=$n: ringo-gpu-bench ${args[*]} (exit $rc)"; cat "$LOG/bench_N$n.txt"; perf_line "$n"; echo; } \
+      >>"$LOG/table.txt"
+    perf_line "$n"
+    case $rc in
+      0) PASSED+=("bench N=$n") ;;
+      2) problem "bench N=$n: no CUDA device" ;;
+      124 | 137) problem "bench N=$n took over $cap s" ;;
+      *) problem "bench N=$n: exit $rc (an error, or a wrong or differing element)" ;;
+    esac
+  done
+}
+
+# The issue's performance target (not part of the verdict): %d2d >= 80 at 256 MiB and above.
+perf_line() {
+  awk -v n="$1" '!/^#/ && NF >= 11 && $1 >= 268435456 { k++; if (min == "" || $9 < min) min = $9 }
+    END { if (k) printf("# perf N=%s: lowest %%d2d at >= 256 MiB: %.1f%% (target 80%%: %s)\n", n, min,
+                        (min >= 80 ? "met" : "not met")) }' "$LOG/bench_N$1.txt"
+}
 
 main() {
-  local start=$SECONDS
-  echo "ringo gpu-check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "Runs today: ${GPU_SUITES[*]} (the device reduce-copy kernels against the host reduce)."
-  echo "Not yet (later steps of the CUDA issue): device-pointer collectives (InitAll N = 2, 4, 8 on one GPU),"
-  echo "multi-process CUDA IPC (N = 2, 4, MPS), the device benchmark beside cudaMemcpy bandwidth."
+  START=$SECONDS
+  PASSED=()
+  # Stop MPS however this ends (a signal included), so that no daemon outlives the check.
+  trap mps_stop EXIT
+  trap 'exit 130' INT TERM
+  echo "ringo gpu-check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  echo "Runs: ${GPU_SUITES[*]} (without MPS, then with MPS if it starts), then ringo-gpu-bench with N = 2, 4, 8"
+  echo "ranks on GPU 0 (${BENCH_ARGS[*]}) beside the GPU's measured cudaMemcpy device-to-device bandwidth."
 
   step "device"
+  # Only informative: the suites and the benchmark ask the CUDA runtime themselves, and fail (a skipped
+  # test, "no CUDA device") when it has no device.
   if command -v nvidia-smi >/dev/null; then
-    timeout 60 nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap --format=csv ||
-      echo "gpu-check: nvidia-smi failed"
+    timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap,compute_mode --format=csv ||
+      echo "gpu-check: nvidia-smi failed (exit $?): no GPU or no driver?"
   else
-    echo "gpu-check: nvidia-smi not found (the tests below still ask the CUDA runtime)"
+    echo "gpu-check: nvidia-smi not found (no GPU driver?)"
   fi
   local nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
   [ -x "$nvcc" ] || nvcc=$(command -v nvcc || true)
   if [ -z "$nvcc" ]; then
-    echo "gpu-check: FAIL: nvcc not found (set CUDA_HOME); nothing built"
-    return 1
-  fi
-  "$nvcc" --version | tail -n 2
-  if [ ! -f /usr/include/gtest/gtest.h ] && [ ! -f /usr/local/include/gtest/gtest.h ]; then
-    echo "gpu-check: FAIL: GoogleTest headers not found (libgtest-dev); nothing built"
-    return 1
+    problem "nvcc not found (set CUDA_HOME); nothing built"
+  elif [ ! -f /usr/include/gtest/gtest.h ] && [ ! -f /usr/local/include/gtest/gtest.h ]; then
+    "$nvcc" --version | tail -n 2
+    problem "GoogleTest headers not found (libgtest-dev); nothing built"
+  else
+    "$nvcc" --version | tail -n 2
+    build_all
+    run_tests_all
+    run_bench_all
   fi
 
-  step "build (BUILD=$BUILD, -j$JOBS, sm_90 + compute_90 PTX)"
-  local bins=()
-  for s in "${GPU_SUITES[@]}"; do bins+=("$BUILD/test/$s"); done
-  local t0=$SECONDS
-  if ! timeout 300 make --no-print-directory -j"$JOBS" BUILD="$BUILD" CUDA=1 lib "${bins[@]}"; then
-    echo "gpu-check: FAIL: build failed or took over 300 s"
+  step "verdict after $((SECONDS - START)) s"
+  if [ ${#FAILS[@]} -ne 0 ]; then
+    echo "gpu-check: FAIL: $(join "${FAILS[@]}")"
     return 1
   fi
-  echo "build took $((SECONDS - t0)) s"
+  echo "gpu-check: PASS: $(join "${PASSED[@]}")"
+}
 
-  step "tests"
-  t0=$SECONDS
-  local out
-  out=$(mktemp)
-  timeout 300 .ci/run_tests.sh "${bins[@]}" 2>&1 | tee "$out"
-  local rc=${PIPESTATUS[0]}
-  local summary
-  summary=$(tail -n 1 "$out")
-  rm -f "$out"
-  echo "tests took $((SECONDS - t0)) s"
-
-  # On a GPU machine a skipped GPU test means the check did not happen: that is a failure.
-  local skipped
-  skipped=$(echo "$summary" | sed -n 's/.*, \([0-9]*\) skipped$/\1/p')
-  step "verdict after $((SECONDS - start)) s"
-  if [ "$rc" -eq 124 ]; then
-    echo "gpu-check: FAIL: the tests took over 300 s ($summary)"
-    return 1
-  fi
-  if [ "$rc" -ne 0 ]; then
-    echo "gpu-check: FAIL: $summary"
-    return 1
-  fi
-  if [ "${skipped:-0}" -ne 0 ]; then
-    echo "gpu-check: FAIL: $summary — a GPU test skipped (no usable device?), so it checked nothing"
-    return 1
-  fi
-  echo "gpu-check: PASS: $summary"
+# join ITEM...: the items on one line, separated by "; ".
+join() {
+  local out=$1
+  shift
+  for item in "$@"; do out+="; $item"; done
+  echo "$out"
 }
 
 mkdir -p "$LOG" || exit 1
+LOG_ABS=$(cd "$LOG" && pwd)
+rm -f "$LOG/table.txt" "$LOG"/bench_N*.txt "$LOG"/bench_N*.json
 main 2>&1 | tee "$LOG/gpu_check.log"
 rc=${PIPESTATUS[0]}
-grep '^gpu-check: \(PASS\|FAIL\)' "$LOG/gpu_check.log" | tail -n 1 >"$LOG/summary.txt"
-echo "gpu-check: log in $LOG/gpu_check.log"
+{
+  grep '^gpu-check: \(PASS\|FAIL\)' "$LOG/gpu_check.log" | tail -n 1
+  [ -f "$LOG/table.txt" ] && { echo; cat "$LOG/table.txt"; }
+} >"$LOG/summary.txt"
+echo "gpu-check: log in $LOG/gpu_check.log, verdict and tables in $LOG/summary.txt"
 exit "$rc"

@@ -3,6 +3,7 @@
  * Run: `make bench`; build/bin/ringo-bench -N 4 -b 1K -e 64M; mpirun -np 4 build/bin/ringo-bench --compare mpi. */
 #include <getopt.h>
 
+#include "bench_args.h"
 #include "bench.h"
 #include "bench_bound.h"
 #include "bench_mpi.h"
@@ -48,17 +49,9 @@ static void bad_arg(const char* what, const char* arg) {
 }
 
 static size_t parse_bytes(const char* s) {
-  char* end = NULL;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || end == s || v < 0) bad_arg("size", s);
-  static const char units[] = "KkMmGg";
-  const char* unit = *end ? strchr(units, *end) : NULL;
-  if (unit) end++;
-  for (long k = unit ? (unit - units) / 2 : -1; k >= 0; k--) v *= 1024;
-  if (*end == 'B' || *end == 'b') end++;
-  if (*end) bad_arg("size", s);
-  return (size_t)v;
+  size_t v = 0;
+  if (!bench_parse_bytes(s, 1e18, &v)) bad_arg("size", s);
+  return v;
 }
 
 static int parse_int(const char* s, int lo, int hi, const char* what) {

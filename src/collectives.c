@@ -5,33 +5,16 @@
 #include <stdint.h>
 
 #include "comm.h"
+#include "device.h"
 #include "reduce.h"
 #include "trace.h"
 
-/* Where chunk c of a collective lives: its element offset in sendbuff and in recvbuff, and its
- * length. All-reduce cuts the buffer into N chunks; reduce-scatter and all-gather have one block
- * per rank, and chunk c is the block of the rank at ring position c - 1 — the position that owns
- * chunk c after reduce-scatter — so every rank ends with its own block. */
+/* Where chunk c of a collective lives (schedule.h). */
 struct chunk_geom { size_t in_off, out_off, len; };
 
 static struct chunk_geom chunk_at(const struct ringo_op* op, int c) {
-  const ringoComm_t comm = op->comm;
-  struct chunk_geom g = {0, 0, op->count};
-  size_t off;
-  switch (op->coll) {
-    case RINGO_COLL_ALLREDUCE:
-      ringo_chunk_range(op->count, comm->nranks, c, &off, &g.len);
-      g.in_off = g.out_off = off;
-      break;
-    case RINGO_COLL_REDUCESCATTER: /* reads every block, writes only its own into recvbuff */
-      g.in_off = (size_t)comm->ring[ringo_mod(c - 1, comm->nranks)] * op->count;
-      break;
-    case RINGO_COLL_ALLGATHER: /* reads only its own block from sendbuff, writes every block */
-      g.out_off = (size_t)comm->ring[ringo_mod(c - 1, comm->nranks)] * op->count;
-      break;
-    default: /* broadcast, reduce: one chunk, the whole buffer */
-      break;
-  }
+  struct chunk_geom g;
+  ringo_chunk_geometry(op->coll, op->count, op->comm->nranks, op->comm->ring, c, &g.in_off, &g.out_off, &g.len);
   return g;
 }
 
@@ -288,7 +271,8 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
     RINGO_INFO(RINGO_LOG_COLL, "rank %d: %s", comm->rank, fp);
   }
   atomic_fetch_add(&comm->inflight, 1);
-  if (comm->nranks == 1) run_single(&op);
+  if (op.device) res = ringo_device_run(&op, op.stream); /* enqueued on the stream: returns at once */
+  else if (comm->nranks == 1) run_single(&op);
   else if (comm->algo_naive && op.coll == RINGO_COLL_ALLREDUCE) res = run_naive(&op);
   else res = run_ring(&op);
   if (res == ringoSuccess) {
@@ -305,7 +289,7 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
 
 /* Everything a call can get wrong is caught here, before any byte moves, so a rejected call
  * leaves the communicator usable. */
-static ringoResult_t check_op(const struct ringo_op* op, ringoStream_t stream) {
+static ringoResult_t check_op(struct ringo_op* op, ringoStream_t stream) {
   const char* name = coll_names[op->coll];
   const ringoComm_t comm = op->comm;
   if (!comm) return ringo_fail(ringoInvalidArgument, "%s: comm is NULL", name);
@@ -327,9 +311,17 @@ static ringoResult_t check_op(const struct ringo_op* op, ringoStream_t stream) {
     return ringo_fail(ringoInvalidArgument, "%s: sendbuff is NULL with count %zu", name, op->count);
   if (op->count > 0 && writes && !op->recvbuff)
     return ringo_fail(ringoInvalidArgument, "%s: recvbuff is NULL with count %zu", name, op->count);
-  if (stream)
-    return ringo_fail(ringoInvalidArgument, "%s: a stream was given, but this build has no CUDA path; pass "
-                      "NULL for host buffers", name);
+  /* Device memory goes to the CUDA path, host memory to the host ring; one call cannot mix them. */
+  const int dev_in = reads && ringo_device_is_device_ptr(op->sendbuff);
+  const int dev_out = writes && ringo_device_is_device_ptr(op->recvbuff);
+  if (op->count > 0 && reads && writes && dev_in != dev_out)
+    return ringo_fail(ringoInvalidArgument, "%s: sendbuff is %s memory but recvbuff is %s memory", name,
+                      dev_in ? "device" : "host", dev_out ? "device" : "host");
+  op->device = op->count > 0 && (dev_in || dev_out);
+  op->stream = stream;
+  if (stream && !op->device)
+    return ringo_fail(ringoInvalidArgument, "%s: a stream was given with host buffers; host collectives run on the "
+                      "calling thread: pass NULL", name);
   return ringoSuccess;
 }
 

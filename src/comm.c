@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
+#include "device.h"
 #include "trace.h"
 
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res) {
@@ -177,6 +178,7 @@ void ringo_comm_free(ringoComm_t comm) {
   for (int r = 0; comm->star_to && r < comm->nranks; r++) conn_close(&comm->star_to[r]);
   for (int r = 0; comm->star_from && r < comm->nranks; r++) conn_close(&comm->star_from[r]);
   ringo_p2p_free(comm);
+  ringo_device_free(comm);
   free(comm->star_to);
   free(comm->star_from);
   if (comm->tctx_free) comm->tctx_free(comm->tctx);
@@ -235,6 +237,7 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
   if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));
   RINGO_CHECK(ringo_p2p_setup(comm, rv));
+  RINGO_CHECK(ringo_device_setup(comm, rv));
   log_ring(comm, comm->info);
   return ringoSuccess;
 }
@@ -332,6 +335,7 @@ ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, 
 struct init_job {
   ringoComm_t* comm;
   int nranks, rank;
+  int dev; /* CUDA device to bind, or -1 */
   ringoUniqueId id;
   ringoResult_t res;
   char error[RINGO_ERROR_BYTES];
@@ -339,7 +343,8 @@ struct init_job {
 
 static void* init_thread(void* arg) {
   struct init_job* job = arg;
-  job->res = ringoCommInitRank(job->comm, job->nranks, job->id, job->rank);
+  job->res = job->dev >= 0 ? ringo_device_select(job->dev) : ringoSuccess;
+  if (job->res == ringoSuccess) job->res = ringoCommInitRank(job->comm, job->nranks, job->id, job->rank);
   snprintf(job->error, sizeof job->error, "%s", ringo_thread_last_error());
   return NULL;
 }
@@ -348,9 +353,15 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
   ringo_thread_clear_error();
   if (!comms) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: comms is NULL");
   if (ndev < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: ndev %d < 1", ndev);
-  if (devlist)
-    return ringo_fail(ringoUnhandledCudaError, "ringoCommInitAll: devlist names CUDA devices, but this "
-                                               "build has no CUDA path; pass devlist = NULL for host ranks");
+  const int ndevices = devlist ? ringo_device_count() : 0;
+  if (devlist && ndevices == 0)
+    return ringo_fail(ringoUnhandledCudaError, "ringoCommInitAll: devlist names CUDA devices, but %s; pass "
+                      "devlist = NULL for host ranks", ringo_device_count() == 0 ? "this process sees no CUDA device"
+                                                                                 : "the CUDA path is unavailable");
+  for (int i = 0; devlist && i < ndev; i++)
+    if (devlist[i] < 0 || devlist[i] >= ndevices)
+      return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: devlist[%d] = %d, but the devices are 0..%d", i,
+                        devlist[i], ndevices - 1);
   ringoUniqueId id;
   RINGO_CHECK(ringoGetUniqueId(&id));
   struct init_job* jobs = calloc((size_t)ndev, sizeof *jobs);
@@ -362,7 +373,8 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
   }
   int started = 0;
   for (; started < ndev; started++) {
-    jobs[started] = (struct init_job){.comm = &comms[started], .nranks = ndev, .rank = started, .id = id};
+    jobs[started] = (struct init_job){.comm = &comms[started], .nranks = ndev, .rank = started, .id = id,
+                                      .dev = devlist ? devlist[started] : -1};
     if (pthread_create(&threads[started], NULL, init_thread, &jobs[started]) != 0) break;
   }
   ringoResult_t res = started == ndev ? ringoSuccess : ringo_fail(ringoSystemError, "ringoCommInitAll: pthread_create failed");
@@ -389,6 +401,7 @@ ringoResult_t ringoCommDestroy(ringoComm_t comm) {
 ringoResult_t ringoCommAbort(ringoComm_t comm) {
   if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommAbort: comm is NULL");
   atomic_store(&comm->abort_flag, 1);
+  ringo_device_abort(comm);
   /* A collective in another thread notices the flag within one sleep of its wait loop; it must
    * leave before the memory it uses goes away. */
   const struct timespec ms = {0, 1000000};
@@ -407,7 +420,9 @@ ringoResult_t ringoCommAbort(ringoComm_t comm) {
 QUERY(ringoCommCount, int, count, comm->nranks)
 QUERY(ringoCommUserRank, int, rank, comm->rank)
 QUERY(ringoCommCuDevice, int, device, comm->cuda_dev)
-QUERY(ringoCommGetAsyncError, ringoResult_t, asyncError, atomic_load(&comm->error))
+/* Cheap and thread-safe: two loads (the device's error word is host memory the kernel writes). */
+QUERY(ringoCommGetAsyncError, ringoResult_t, asyncError,
+      atomic_load(&comm->error) != ringoSuccess ? atomic_load(&comm->error) : ringo_device_async_error(comm))
 QUERY(ringoCommGetStats, ringoCommStats, stats,
       ((ringoCommStats){atomic_load_explicit(&comm->bytes_sent, memory_order_relaxed),
                         atomic_load_explicit(&comm->bytes_received, memory_order_relaxed),

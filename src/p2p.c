@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "comm.h"
+#include "device.h"
 #include "reduce.h"
 
 /* Every slice of a message starts with this header, so a receiver that expects another count or
@@ -357,9 +358,12 @@ static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
   else if (op.count > 0 && !buf)
     res = ringo_fail(ringoInvalidArgument, "%s: %s is NULL with count %zu", name,
                      op.kind == RINGO_KIND_SEND ? "sendbuff" : "recvbuff", op.count);
+  else if (op.count > 0 && ringo_device_is_device_ptr(buf))
+    res = ringo_fail(ringoInvalidUsage, "%s: device buffers are not supported by point-to-point yet; stage them in "
+                     "host memory", name);
   else if (stream)
-    res = ringo_fail(ringoInvalidArgument, "%s: a stream was given, but this build has no CUDA path; pass NULL for "
-                     "host buffers", name);
+    res = ringo_fail(ringoInvalidArgument, "%s: a stream was given with a host buffer; point-to-point on host "
+                     "memory runs on the calling thread: pass NULL", name);
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   if (ringo_group_enqueue(&op, &res)) return ringo_comm_record(comm, res);
   /* Caught before anything moves, so the communicator stays usable. */

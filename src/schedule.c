@@ -97,3 +97,23 @@ void ringo_slice_range(size_t chunk_len, size_t slice_elems, size_t round, size_
   *off = start < chunk_len ? start : chunk_len;
   *len = start < chunk_len ? (chunk_len - start < slice_elems ? chunk_len - start : slice_elems) : 0;
 }
+
+void ringo_chunk_geometry(enum ringo_coll coll, size_t count, int nranks, const int* ring, int c, size_t* in_off,
+                          size_t* out_off, size_t* len) {
+  *in_off = *out_off = 0;
+  *len = count;
+  switch (coll) {
+    case RINGO_COLL_ALLREDUCE:
+      ringo_chunk_range(count, nranks, c, in_off, len);
+      *out_off = *in_off;
+      break;
+    case RINGO_COLL_REDUCESCATTER: /* reads every block, writes only its own into recvbuff */
+      *in_off = (size_t)ring[ringo_mod(c - 1, nranks)] * count;
+      break;
+    case RINGO_COLL_ALLGATHER: /* reads only its own block from sendbuff, writes every block */
+      *out_off = (size_t)ring[ringo_mod(c - 1, nranks)] * count;
+      break;
+    default: /* broadcast, reduce: one chunk, the whole buffer */
+      break;
+  }
+}

@@ -151,6 +151,27 @@ T Combine(ringoRedOp_t op, T acc, T v) {
 
 constexpr uint32_t kClasses = 840;  // lcm(1..8), so c mod N is uniform for every N <= 8
 
+// Small integers, exact in every type (fp16 holds integers up to 2048 exactly, bfloat16 up to 256)
+// and under every op for N <= 8: sum, max, min, int avg: (7c + 3r) mod 5, minus 2 for signed types;
+// prod: 2, then 3 (signed: -1), then 1s, by (c + r) mod 8, each at most once; float avg: base(c) +
+// (N-1 on rank c mod N, else -1), so the sum is N*base(c) and the average exact however it is
+// divided. Element i falls in class ClassOf(i), spread by a multiplicative hash.
+struct SmallIntData {
+  static uint32_t ClassOf(size_t i) { return static_cast<uint32_t>((i * 2654435761u) % kClasses); }
+  static int64_t Input(ringoDataType_t t, ringoRedOp_t op, uint32_t c, int r, int n) {
+    if (op == ringoProd) {
+      const uint32_t k = (c + static_cast<uint32_t>(r)) % 8;
+      return k == 0 ? 2 : k == 1 ? (IsUnsigned(t) ? 3 : -1) : 1;
+    }
+    if (op == ringoAvg && IsFloat(t)) {
+      const int64_t base = static_cast<int64_t>(c * 3 % 5) - 2;
+      return base + (static_cast<uint32_t>(r) == c % static_cast<uint32_t>(n) ? n - 1 : -1);
+    }
+    const int64_t v = (c * 7 + static_cast<uint32_t>(r) * 3) % 5;
+    return IsUnsigned(t) ? v : v - 2;
+  }
+};
+
 template <class Data>
 class ExactPattern {
  public:

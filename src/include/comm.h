@@ -51,6 +51,7 @@ struct ringoComm {
   struct ringo_p2p_peer* p2p;   /* p2p[peer] */
   void* mailbox;                /* this host's point-to-point mailbox segment (p2p.c), or NULL */
   size_t mailbox_bytes;
+  struct ringo_device* device;  /* the CUDA side (device.c), or NULL */
   int ready;                    /* init finished (an init queued in a group is not ready before ringoGroupEnd) */
   void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */
   void (*tctx_free)(void*);
@@ -71,6 +72,8 @@ enum ringo_op_kind { RINGO_KIND_COLL = 0, RINGO_KIND_SEND, RINGO_KIND_RECV };
 struct ringo_op {
   enum ringo_op_kind kind;
   int peer;
+  int device;            /* the buffers are CUDA device memory: enqueue on stream (device.c) */
+  ringoStream_t stream;
   enum ringo_coll coll;
   const void* sendbuff;
   void* recvbuff;

@@ -71,8 +71,10 @@ struct ringo_env {
   char socket_ifname[64];  /* RINGO_SOCKET_IFNAME: interface the bootstrap root binds to */
   char comm_id[256];       /* RINGO_COMM_ID: host:port the bootstrap root binds to */
   char trace_path[256];    /* RINGO_TRACE: Chrome-trace JSON file of every ring step ("": off) */
-  char transport[16];
-  char algo[16];           /* RINGO_ALGO: ring (default) or naive (gather to rank 0 + send back: a baseline) */      /* RINGO_TRANSPORT: shm|mpi forces every link's transport ("": per link) */
+  char transport[16];      /* RINGO_TRANSPORT: shm|mpi forces every link's transport ("": per link) */
+  char algo[16];           /* RINGO_ALGO: ring (default) or naive (gather to rank 0 + send back: a baseline) */
+  int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs (default 8) */
+  size_t cuda_slice_bytes; /* RINGO_CUDA_SLICE_BYTES: bytes per device FIFO slot (default 256 KiB) */
 };
 /* Reads the environment now (cheap; called at every communicator init so tests may change it). */
 void ringo_env_read(struct ringo_env* env);

@@ -41,6 +41,14 @@ int ringo_schedule(enum ringo_coll coll, int nranks, int pos, int root_pos, stru
  * to the first chunks. count < N and count == 0 are legal (some chunks are empty). */
 void ringo_chunk_range(size_t count, int nchunks, int c, size_t* off, size_t* len);
 
+/* Where chunk c of a collective of count elements lives, in elements: its offset in sendbuff and
+ * in recvbuff, and its length. All-reduce cuts the buffer into N chunks; reduce-scatter and
+ * all-gather have one block of count per rank, and chunk c is the block of the rank at ring
+ * position c - 1 (ring[p] = rank at position p) — the position that owns chunk c after
+ * reduce-scatter — so every rank ends with its own block; broadcast and reduce have one chunk. */
+void ringo_chunk_geometry(enum ringo_coll coll, size_t count, int nranks, const int* ring, int c, size_t* in_off,
+                          size_t* out_off, size_t* len);
+
 /* Slices of slice_elems elements: how many rounds a chunk of at most max_len elements takes, and
  * the part [off, off + len) of a chunk of chunk_len elements moved in round j (len may be 0). */
 size_t ringo_num_rounds(size_t max_len, size_t slice_elems);

@@ -29,41 +29,11 @@ using ringo_mpi_test::ResultName;
 using ringo_cases::Case;
 using ringo_cases::CaseBufs;
 using ringo_cases::Coll;
-using ringo_cases::IsFloat;
-using ringo_cases::IsUnsigned;
-using ringo_cases::kClasses;
 using ringo_cases::Label;
 
 // ---------------------------------------------------------------------------------------------
-// Exact data (see collective_cases.h for how a pattern is built from it). Every value is a small
-// integer, exact in every type (fp16 holds integers up to 2048 exactly, bfloat16 up to 256):
-//   sum, max, min, int avg: (7c + 3r) mod 5, minus 2 for signed types;
-//   prod: 2, then 3 (signed: -1), then 1s, by (c + r) mod 8: each at most once for N <= 8;
-//   float avg: base(c) + (N-1 on rank c mod N, else -1): the sum is N*base(c), so the average is
-//   exact however the library divides.
-
-struct RingData {
-  static uint32_t ClassOf(size_t i) {
-    uint64_t x = (static_cast<uint64_t>(i) + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    return static_cast<uint32_t>(x % kClasses);
-  }
-
-  static int64_t Input(ringoDataType_t t, ringoRedOp_t op, uint32_t c, int r, int n) {
-    if (op == ringoProd) {
-      const uint32_t k = (c + static_cast<uint32_t>(r)) % 8;
-      return k == 0 ? 2 : k == 1 ? (IsUnsigned(t) ? 3 : -1) : 1;
-    }
-    if (op == ringoAvg && IsFloat(t)) {
-      const int64_t base = static_cast<int64_t>(c * 3 % 5) - 2;
-      return base + (static_cast<uint32_t>(r) == c % static_cast<uint32_t>(n) ? n - 1 : -1);
-    }
-    const int64_t v = (c * 7 + static_cast<uint32_t>(r) * 3) % 5;
-    return IsUnsigned(t) ? v : v - 2;
-  }
-};
-
-using Pattern = ringo_cases::ExactPattern<RingData>;
+// Exact data: collective_cases.h's small integers, exact in every type and op for N <= 8.
+using Pattern = ringo_cases::ExactPattern<ringo_cases::SmallIntData>;
 
 // ---------------------------------------------------------------------------------------------
 // One collective call with buffers laid out as ringo.h says, checked in full on every rank.

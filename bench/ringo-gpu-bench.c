@@ -1,0 +1,363 @@
+/* ringo-gpu-bench.c — device all-reduce benchmark in the style of nccl-tests: N ranks of one process
+ * (ringoCommInitAll) on CUDA devices, out-of-place sum of device buffers; time, busbw, HBM traffic next
+ * to the measured cudaMemcpy D2D bandwidth, #wrong. Needs include/ringo.h and the CUDA runtime (C API).
+ * Run: make (nvcc found); build/bin/ringo-gpu-bench -N 4 -g 0,0,0,0 -b 1M -e 1G -f 2; make gpu-check. */
+#ifndef RINGO_HAVE_CUDA
+#error "ringo-gpu-bench needs CUDA: the Makefile builds it only when nvcc is found"
+#endif
+#include "gpu_bench.h"
+
+/* Everything the run owns; device arrays are indexed by rank. */
+struct run {
+  const struct opts* o;
+  ringoComm_t comms[MAX_RANKS];
+  cudaStream_t streams[MAX_RANKS];
+  cudaEvent_t start[MAX_RANKS], stop[MAX_RANKS];
+  void *send[MAX_RANKS], *recv[MAX_RANKS];
+  unsigned char *pattern, *host[2];  /* pinned: the input pattern, two ranks' results */
+  int busy_dev, busy_ranks;          /* the device holding the most ranks, and how many */
+  double d2d_gbps;
+  FILE* json;
+  int nrows;
+};
+
+/* ---------------------------------------------------------------- data */
+
+/* Bits of the small non-negative integer v in dtype t (exact in float32 and in bfloat16 up to 256,
+ * so every partial sum of the ring is exact and the result has one right answer, bit for bit). */
+static uint32_t encode(int t, int v) {
+  float f = (float)v;
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return dtypes[t].type == ringoBfloat16 ? bits >> 16 : bits;
+}
+
+/* Element i of rank r's input is (r + i) % 4: the pattern from element r % 4 on. */
+static void fill_pattern(struct run* R, int t, size_t count) {
+  const size_t es = dtypes[t].size;
+  unsigned char period[16];
+  for (int k = 0; k < 4; k++) {
+    uint32_t v = encode(t, k);
+    uint16_t h = (uint16_t)v;
+    memcpy(period + es * (size_t)k, es == 4 ? (const void*)&v : (const void*)&h, es);
+  }
+  for (size_t i = 0; i < count + 4; i += 4) memcpy(R->pattern + es * i, period, 4 * es);
+}
+
+/* Elements whose bits differ from expect[i % 4]: the sums are exact, so any difference is wrong. */
+static uint64_t count_wrong(const unsigned char* got, size_t count, size_t es, const uint32_t expect[4]) {
+  uint64_t wrong = 0;
+  if (es == 4) {
+    for (size_t i = 0; i < count; i++) {
+      uint32_t v;
+      memcpy(&v, got + 4 * i, 4);
+      wrong += v != expect[i & 3];
+    }
+  } else {
+    for (size_t i = 0; i < count; i++) {
+      uint16_t v;
+      memcpy(&v, got + 2 * i, 2);
+      wrong += v != expect[i & 3];
+    }
+  }
+  return wrong;
+}
+
+/* Copies every rank's result to the host; returns the elements that differ from the exact sum,
+ * summed over ranks, and sets *identical to whether every rank's bytes equal rank 0's. */
+static uint64_t check_results(struct run* R, int t, size_t count, int* identical) {
+  const int n = R->o->nranks;
+  uint32_t expect[4];
+  for (int k = 0; k < 4; k++) {
+    int sum = 0;
+    for (int r = 0; r < n; r++) sum += (r + k) % 4;
+    expect[k] = encode(t, sum);
+  }
+  size_t bytes = count * dtypes[t].size;
+  uint64_t wrong = 0;
+  *identical = 1;
+  for (int r = 0; r < n; r++) {
+    unsigned char* h = R->host[r ? 1 : 0];
+    CU(cudaMemcpyAsync(h, R->recv[r], bytes, cudaMemcpyDeviceToHost, R->streams[r]));
+    CU(cudaStreamSynchronize(R->streams[r]));
+    wrong += count_wrong(h, count, dtypes[t].size, expect);
+    if (r && memcmp(h, R->host[0], bytes) != 0) *identical = 0;
+  }
+  return wrong;
+}
+
+/* ---------------------------------------------------------------- device work */
+
+/* Ends the run if rank r's communicator holds an error a kernel (or its host side) ran into. */
+static void check_async(struct run* R, int r, const char* what) {
+  ringoResult_t async = ringoSuccess;
+  RG(R->comms[r], ringoCommGetAsyncError(R->comms[r], &async));
+  if (async != ringoSuccess && async != ringoInProgress)
+    fail("%s: rank %d reports an asynchronous error: %s: %s", what, r, ringoGetErrorString(async),
+         ringoGetLastError(R->comms[r]));
+}
+
+/* Waits for every rank's stream without ever blocking in the driver, so that a ring kernel that
+ * never finishes (or one the library reports as failed) ends this program with a message. */
+static void wait_all(struct run* R, const char* what) {
+  const double deadline = now_s() + R->o->timeout_s;
+  for (int r = 0; r < R->o->nranks; r++) {
+    for (unsigned long polls = 0;; polls++) {
+      cudaError_t e = cudaStreamQuery(R->streams[r]);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady)
+        fail("%s: rank %d's stream: %s (%d): %s", what, r, cudaGetErrorName(e), (int)e, cudaGetErrorString(e));
+      if (polls % 1024 == 0) {
+        check_async(R, r, what);
+        if (now_s() > deadline) fail("%s: rank %d's stream not done after %.0f s", what, r, R->o->timeout_s);
+      }
+    }
+  }
+  for (int r = 0; r < R->o->nranks; r++) check_async(R, r, what);
+}
+
+/* One all-reduce on every rank: one thread drives all ranks, so the calls go in one group. */
+static void issue_allreduce(struct run* R, int t, size_t count) {
+  RG(NULL, ringoGroupStart());
+  for (int r = 0; r < R->o->nranks; r++)
+    RG(R->comms[r], ringoAllReduce(R->send[r], R->recv[r], count, dtypes[t].type, ringoSum, R->comms[r],
+                                   (ringoStream_t)R->streams[r]));
+  RG(NULL, ringoGroupEnd());
+}
+
+/* Device-to-device cudaMemcpy bandwidth of dev, counting read + write (2 x bytes), best of 5. */
+static double measure_d2d(int dev, size_t bytes) {
+  void *a = NULL, *b = NULL;
+  cudaStream_t s;
+  cudaEvent_t e0, e1;
+  CU(cudaSetDevice(dev));
+  CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CU(cudaEventCreate(&e0));
+  CU(cudaEventCreate(&e1));
+  CU(cudaMalloc(&a, bytes));
+  CU(cudaMalloc(&b, bytes));
+  CU(cudaMemsetAsync(a, 1, bytes, s));
+  CU(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s)); /* warm-up */
+  float best = 0;
+  for (int k = 0; k < 5; k++) {
+    float ms = 0;
+    CU(cudaEventRecord(e0, s));
+    CU(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+    CU(cudaEventRecord(e1, s));
+    CU(cudaEventSynchronize(e1));
+    CU(cudaEventElapsedTime(&ms, e0, e1));
+    if (k == 0 || ms < best) best = ms;
+  }
+  CU(cudaFree(a));
+  CU(cudaFree(b));
+  CU(cudaEventDestroy(e0));
+  CU(cudaEventDestroy(e1));
+  CU(cudaStreamDestroy(s));
+  return best > 0 ? 2.0 * (double)bytes / (best * 1e-3) / 1e9 : 0;
+}
+
+/* ---------------------------------------------------------------- rows */
+
+struct row {
+  size_t bytes, count;
+  int type;
+  double time_us, wall_us, algbw, busbw, hbm, d2d_pct;
+  uint64_t wrong;
+  int identical;
+};
+
+static void print_row(struct run* R, const struct row* w) {
+  char wrong[32] = "-", ident[8] = "-";
+  if (R->o->check) {
+    snprintf(wrong, sizeof wrong, "%llu", (unsigned long long)w->wrong);
+    snprintf(ident, sizeof ident, "%s", w->identical ? "yes" : "NO");
+  }
+  printf("%12zu %12zu %9s %10.1f %10.1f %10.2f %10.2f %10.2f %6.1f %9s %6s\n", w->bytes, w->count,
+         dtypes[w->type].name, w->time_us, w->wall_us, w->algbw, w->busbw, w->hbm, w->d2d_pct, wrong, ident);
+  fflush(stdout);
+  if (!R->json) return;
+  fprintf(R->json, "%s\n  {\"collective\": \"all_reduce\", \"op\": \"sum\", \"nranks\": %d, "
+          "\"ranks_on_busiest_gpu\": %d, \"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"iters\": %d, "
+          "\"time_us\": %.3f, \"wall_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, \"hbm_GBps\": %.4f, "
+          "\"d2d_GBps\": %.4f, \"d2d_pct\": %.3f",
+          R->nrows ? "," : "", R->o->nranks, R->busy_ranks, w->bytes, w->count, dtypes[w->type].name,
+          R->o->iters, w->time_us, w->wall_us, w->algbw, w->busbw, w->hbm, R->d2d_gbps, w->d2d_pct);
+  if (R->o->check)
+    fprintf(R->json, ", \"wrong\": %llu, \"identical\": %s}", (unsigned long long)w->wrong,
+            w->identical ? "true" : "false");
+  else
+    fprintf(R->json, ", \"wrong\": null, \"identical\": null}");
+  fflush(R->json);
+  R->nrows++;
+}
+
+/* One table row: fresh buffers, warm-up, the timed loop (cudaEvents per stream and host wall clock),
+ * then the check. */
+static void run_row(struct run* R, int t, size_t count, struct row* w) {
+  const struct opts* o = R->o;
+  const int n = o->nranks;
+  const size_t es = dtypes[t].size, bytes = count * es;
+  *w = (struct row){.bytes = bytes, .count = count, .type = t, .identical = 1};
+  for (int r = 0; r < n; r++) {
+    CU(cudaSetDevice(o->devs[r]));
+    CU(cudaMalloc(&R->send[r], bytes));
+    CU(cudaMalloc(&R->recv[r], bytes));
+    CU(cudaMemcpyAsync(R->send[r], R->pattern + (size_t)(r % 4) * es, bytes, cudaMemcpyHostToDevice,
+                       R->streams[r]));
+    /* All ones is a NaN in both types: a result never written cannot pass the check. */
+    CU(cudaMemsetAsync(R->recv[r], 0xff, bytes, R->streams[r]));
+  }
+  wait_all(R, "fill");
+  for (int i = 0; i < o->warmup; i++) issue_allreduce(R, t, count);
+  wait_all(R, "warm-up");
+  double t0 = now_s();
+  for (int r = 0; r < n; r++) CU(cudaEventRecord(R->start[r], R->streams[r]));
+  for (int i = 0; i < o->iters; i++) issue_allreduce(R, t, count);
+  for (int r = 0; r < n; r++) CU(cudaEventRecord(R->stop[r], R->streams[r]));
+  wait_all(R, "timed loop");
+  double wall = now_s() - t0, ms_max = 0;
+  for (int r = 0; r < n; r++) {
+    float ms = 0;
+    CU(cudaEventElapsedTime(&ms, R->start[r], R->stop[r]));
+    if (ms > ms_max) ms_max = ms;
+  }
+  double sec = ms_max * 1e-3 / o->iters;
+  w->time_us = sec * 1e6;
+  w->wall_us = wall * 1e6 / o->iters;
+  w->algbw = sec > 0 ? (double)bytes / sec / 1e9 : 0;
+  w->busbw = w->algbw * 2.0 * (n - 1) / n;
+  w->hbm = sec > 0 ? R->busy_ranks * (6.0 * n - 4) / n * (double)bytes / sec / 1e9 : 0;
+  w->d2d_pct = R->d2d_gbps > 0 ? 100 * w->hbm / R->d2d_gbps : 0;
+  if (o->check) w->wrong = check_results(R, t, count, &w->identical);
+  for (int r = 0; r < n; r++) {
+    CU(cudaFree(R->send[r]));
+    CU(cudaFree(R->recv[r]));
+  }
+}
+
+/* ---------------------------------------------------------------- setup and main */
+
+static void print_header(struct run* R, int argc, char** argv) {
+  const struct opts* o = R->o;
+  const int n = o->nranks;
+  int version = 0;
+  RG(NULL, ringoGetVersion(&version));
+  printf("# ringo-gpu-bench all_reduce sum out-of-place, ringo %d.%d.%d\n# Command:", version / 10000,
+         version / 100 % 100, version % 100);
+  for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
+  printf("\n# nranks %d minBytes %zu maxBytes %zu step: %d(factor) warmup iters: %d iters: %d validation: %d\n",
+         n, o->minbytes, o->maxbytes, o->factor, o->warmup, o->iters, o->check);
+  printf("#\n# Using devices\n");
+  for (int r = 0; r < n; r++) {
+    struct cudaDeviceProp p;
+    CU(cudaGetDeviceProperties(&p, o->devs[r]));
+    printf("#  Rank %2d device %2d  %s  sm_%d%d  %.1f GiB\n", r, o->devs[r], p.name, p.major, p.minor,
+           (double)p.totalGlobalMem / (1 << 30));
+  }
+  printf("#\n# time: per iteration, the longest of the ranks' cudaEvent times on their own streams / iters;\n"
+         "#   wall: host clock from issuing the timed loop until every stream is done, / iters\n"
+         "# busbw = algbw * 2(N-1)/N\n"
+         "# hbm = bytes the ring kernels read + write on the busiest GPU / time, with each rank moving\n"
+         "#   (6N-4)/N * D per all-reduce (D = buffer bytes): k ranks on it move k*(6N-4)/N * D;\n"
+         "#   here N = %d, k = %d on device %d: %.3f * D (all N on one GPU: (6N-4) * D)\n"
+         "# %%d2d = hbm / the device-to-device cudaMemcpy bandwidth of that GPU (read+write), measured below\n",
+         n, R->busy_ranks, R->busy_dev, R->busy_ranks * (6.0 * n - 4) / n);
+}
+
+static void find_busiest(struct run* R) {
+  int per_dev[MAX_DEVICES] = {0};
+  for (int r = 0; r < R->o->nranks; r++) {
+    int d = R->o->devs[r];
+    if (++per_dev[d] > R->busy_ranks) R->busy_ranks = per_dev[d], R->busy_dev = d;
+  }
+}
+
+static void setup(struct run* R, size_t max_count_bytes) {
+  const struct opts* o = R->o;
+  RG(NULL, ringoCommInitAll(R->comms, o->nranks, o->devs));
+  for (int r = 0; r < o->nranks; r++) {
+    int dev = -1;
+    RG(R->comms[r], ringoCommCuDevice(R->comms[r], &dev));
+    if (dev != o->devs[r]) fail("rank %d: ringoCommCuDevice says device %d, not %d", r, dev, o->devs[r]);
+    CU(cudaSetDevice(o->devs[r]));
+    CU(cudaStreamCreateWithFlags(&R->streams[r], cudaStreamNonBlocking));
+    CU(cudaEventCreate(&R->start[r]));
+    CU(cudaEventCreate(&R->stop[r]));
+  }
+  /* count + 4 elements are read (rank r starts at element r % 4), written in blocks of 4: at most +7. */
+  CU(cudaMallocHost((void**)&R->pattern, max_count_bytes + 64));
+  if (o->check) {
+    CU(cudaMallocHost((void**)&R->host[0], max_count_bytes));
+    CU(cudaMallocHost((void**)&R->host[1], max_count_bytes));
+  }
+}
+
+static void teardown(struct run* R) {
+  /* The communicators go first: they may still refer to the streams their last work ran on. */
+  for (int r = 0; r < R->o->nranks; r++) RG(R->comms[r], ringoCommDestroy(R->comms[r]));
+  for (int r = 0; r < R->o->nranks; r++) {
+    CU(cudaEventDestroy(R->start[r]));
+    CU(cudaEventDestroy(R->stop[r]));
+    CU(cudaStreamDestroy(R->streams[r]));
+  }
+  CU(cudaFreeHost(R->pattern));
+  if (R->o->check) {
+    CU(cudaFreeHost(R->host[0]));
+    CU(cudaFreeHost(R->host[1]));
+  }
+}
+
+int main(int argc, char** argv) {
+  struct opts o;
+  parse_opts(&o, argc, argv);
+  int ndev = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndev);
+  if (e != cudaSuccess || ndev == 0) {
+    printf("# no CUDA device: %s\n", cudaGetErrorString(e != cudaSuccess ? e : cudaErrorNoDevice));
+    return EXIT_NO_DEVICE;
+  }
+  for (int r = 0; r < o.nranks; r++)
+    if (o.devs[r] >= ndev) fail("rank %d: device %d does not exist (%d visible)", r, o.devs[r], ndev);
+  static struct run R;
+  R.o = &o;
+  find_busiest(&R);
+  size_t largest = o.minbytes;
+  while (largest <= o.maxbytes / (size_t)o.factor) largest *= (size_t)o.factor;
+  setup(&R, largest);
+  print_header(&R, argc, argv);
+  R.d2d_gbps = measure_d2d(R.busy_dev, largest);
+  printf("# d2d copy: %.2f GB/s (read+write)\n", R.d2d_gbps);
+  if (o.json && !(R.json = fopen(o.json, "w"))) fail("cannot write %s: %s", o.json, strerror(errno));
+  if (R.json) fprintf(R.json, "[");
+  printf("#\n#%11s %12s %9s %10s %10s %10s %10s %10s %6s %9s %6s\n", "size(B)", "count", "type", "time(us)",
+         "wall(us)", "algbw(GB/s)", "busbw(GB/s)", "hbm(GB/s)", "%d2d", "#wrong", "ident");
+  uint64_t wrong = 0;
+  int not_identical = 0, rows = 0;
+  double busbw_sum = 0;
+  for (int k = 0; k < o.ntypes; k++) {
+    const int t = o.types[k];
+    fill_pattern(&R, t, largest / dtypes[t].size);
+    for (size_t bytes = o.minbytes; bytes <= largest; bytes *= (size_t)o.factor) {
+      size_t count = bytes / dtypes[t].size;
+      if (!count) continue;
+      struct row w;
+      run_row(&R, t, count, &w);
+      print_row(&R, &w);
+      wrong += w.wrong;
+      not_identical += !w.identical;
+      busbw_sum += w.busbw;
+      rows++;
+    }
+  }
+  double d2d_end = measure_d2d(R.busy_dev, largest);
+  printf("#\n# d2d copy: start %.2f GB/s, end %.2f GB/s (read+write; %%d2d uses the start value)\n", R.d2d_gbps,
+         d2d_end);
+  if (R.json && (fprintf(R.json, "\n]\n") < 0 || fclose(R.json) != 0))
+    fail("cannot write %s: %s", o.json, strerror(errno));
+  teardown(&R);
+  printf("# Out of bounds values : %llu %s%s\n", (unsigned long long)wrong,
+         !o.check ? "(not checked)" : wrong || not_identical ? "FAILED" : "OK",
+         not_identical ? " (results differ across ranks)" : "");
+  printf("# Avg bus bandwidth    : %.4f\n#\n", rows ? busbw_sum / rows : 0);
+  return wrong || not_identical ? EXIT_FAIL : EXIT_OK;
+}

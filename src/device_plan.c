@@ -1,0 +1,44 @@
+/* device_plan.c — fills the ring kernel's descriptor (cuda_ring.h) for one rank's collective from the
+ * pure schedule: steps, chunk geometry, slices, rounds. No CUDA here, so the CPU tests build it too.
+ * Tested by test/test_cuda_ring.cc (descriptors run by the kernel's CPU emulation). */
+#include "cuda_ring.h"
+
+#include <string.h>
+
+#include "core.h"
+#include "schedule.h"
+
+ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct ringo_dev_ring* d) {
+  const size_t esize = ringo_type_size(c->type);
+  if (esize == 0 || (unsigned)c->op >= RINGO_NUM_OPS)
+    return ringo_fail(ringoInvalidArgument, "device ring: bad datatype %d or op %d", (int)c->type, (int)c->op);
+  if (c->nranks < 2 || c->nranks > RINGO_DEV_MAX_RANKS)
+    return ringo_fail(ringoInvalidUsage, "the device ring supports 2 to %d ranks, not %d", RINGO_DEV_MAX_RANKS,
+                      c->nranks);
+  if (c->nchannels < 1 || c->nchannels > RINGO_DEV_MAX_CHANNELS || c->nslots < 1 || c->slot_bytes < esize ||
+      c->slot_bytes % 16 != 0)
+    return ringo_fail(ringoInvalidArgument, "device ring: %d channels of %d slots of %zu bytes", c->nchannels,
+                      c->nslots, c->slot_bytes);
+  memset(d, 0, sizeof *d);
+  d->type = (int32_t)c->type;
+  d->op = (int32_t)c->op;
+  d->nranks = c->nranks;
+  d->nchannels = c->nchannels;
+  d->nslots = c->nslots;
+  d->slot_bytes = c->slot_bytes;
+  d->slice_elems = c->slot_bytes / esize;
+  d->sendbuff = c->sendbuff;
+  d->recvbuff = c->recvbuff;
+  struct ringo_step steps[RINGO_DEV_MAX_STEPS];
+  d->nsteps = ringo_schedule(c->coll, c->nranks, c->pos, c->root_pos, steps);
+  for (int t = 0; t < d->nsteps; t++) d->step[t] = (struct ringo_dev_step){(int32_t)steps[t].prim, steps[t].chunk};
+  size_t max_len = 0;
+  for (int k = 0; k < c->nranks; k++) {
+    size_t in_off, out_off, len;
+    ringo_chunk_geometry(c->coll, c->count, c->nranks, c->ring, k, &in_off, &out_off, &len);
+    d->chunk[k] = (struct ringo_dev_chunk){in_off, out_off, len};
+    if (len > max_len) max_len = len;
+  }
+  d->rounds = ringo_num_rounds(max_len, d->slice_elems);
+  return ringoSuccess;
+}

@@ -1,0 +1,97 @@
+/* cuda_ring.h — the ring kernel's contract: one launch per rank per collective walks the schedule of
+ * schedule.c over device FIFOs, block b driving channel b. Filled by src/device_plan.c, run by
+ * cuda/ring.cu (on the GPU, or on the CPU for tests). Tested by test/test_cuda_ring.cc. */
+#ifndef RINGO_CUDA_RING_H_
+#define RINGO_CUDA_RING_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ringo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RINGO_DEV_MAX_RANKS 64
+#define RINGO_DEV_MAX_STEPS (2 * RINGO_DEV_MAX_RANKS - 1)
+#define RINGO_DEV_MAX_CHANNELS 32
+
+/* One channel's flags in the FIFO region of the link's receiver. head counts slots the sender
+ * posted, tail slots the receiver released; both only grow, across collectives. poison is set
+ * by either end when it leaves on an error, so the other stops waiting. Each word has its own
+ * 128-byte line: the two ends write different ones. */
+struct ringo_dev_flags {
+  uint64_t head;
+  char pad0[120];
+  uint64_t tail;
+  char pad1[120];
+  uint32_t poison;
+  char pad2[124];
+};
+
+/* A receiver's FIFO region: flags of every channel, then nslots slots of slot_bytes per channel. */
+size_t ringo_dev_region_bytes(int nchannels, int nslots, size_t slot_bytes);
+size_t ringo_dev_slots_offset(int nchannels);
+
+/* Codes the kernel leaves in *error (0: none); the host turns them into ringo results. */
+enum { RINGO_DEV_OK = 0, RINGO_DEV_TIMEOUT = 1, RINGO_DEV_POISONED = 2, RINGO_DEV_ABORTED = 3 };
+
+struct ringo_dev_chunk { uint64_t in_off, out_off, len; }; /* elements */
+struct ringo_dev_step { int32_t prim, chunk; };
+
+/* Everything one launch needs, passed by value as the kernel's parameter (under 4 KiB). */
+struct ringo_dev_ring {
+  int32_t type, op, nranks, nsteps;
+  int32_t nchannels, nslots;
+  uint64_t slot_bytes;   /* payload bytes of one slot */
+  uint64_t slice_elems;  /* elements per slot */
+  uint64_t rounds;       /* slices of the longest chunk; channel c moves rounds c, c + nchannels, ... */
+  const void* sendbuff;
+  void* recvbuff;
+  char* recv_region;     /* this rank's FIFO region: the previous rank writes into it */
+  char* send_region;     /* the next rank's FIFO region (a peer pointer) */
+  uint64_t* counters;    /* device memory, 2 per channel: slots sent and received so far */
+  int32_t* error;        /* host-mapped: the first RINGO_DEV_* code of this rank (0 until one) */
+  const int32_t* abort_flag; /* host-mapped: non-zero makes every wait give up */
+  uint64_t timeout_ns;   /* bound on any single wait */
+  struct ringo_dev_chunk chunk[RINGO_DEV_MAX_RANKS];
+  struct ringo_dev_step step[RINGO_DEV_MAX_STEPS];
+};
+
+/* One rank's collective as the descriptor builder needs it (the links are filled in by the caller). */
+struct ringo_dev_coll {
+  int coll;                  /* enum ringo_coll */
+  ringoDataType_t type;
+  ringoRedOp_t op;
+  size_t count;              /* as the public call's count */
+  int nranks, pos, root_pos; /* ring positions */
+  const int* ring;           /* ring[p] = rank at position p */
+  const void* sendbuff;
+  void* recvbuff;
+  int nchannels, nslots;
+  size_t slot_bytes;
+};
+
+/* Fills d's collective part (everything but the regions, counters, error, abort and timeout) from
+ * the schedule (device_plan.c; no CUDA needed). ringoInvalidArgument / ringoInvalidUsage on a
+ * shape the kernel cannot run. */
+ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct ringo_dev_ring* d);
+
+/* Enqueues the ring kernel for d on stream (a cudaStream_t): d->nchannels blocks.
+ * ringoSuccess; ringoInvalidArgument for a bad dtype/op/shape; ringoUnhandledCudaError when the
+ * launch fails (ringo_cuda_last_error_string names it). */
+ringoResult_t ringo_cuda_ring_launch(const struct ringo_dev_ring* d, void* stream);
+/* The CUDA error that made this thread's last ringo_cuda_ring_launch fail. Never NULL. */
+const char* ringo_cuda_ring_last_error(void);
+
+/* Testing hook: runs block `channel` of the kernel on the CPU, its nthreads threads one after
+ * another between the waits, exactly the device code (flags through host atomics, the clock
+ * from clock_gettime). Every rank's every channel must run at once (one host thread each), as
+ * on the GPU. Returns what the block left in *d->error (RINGO_DEV_*). */
+int ringo_cuda_ring_emulate_block(const struct ringo_dev_ring* d, int channel, unsigned nthreads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RINGO_CUDA_RING_H_ */

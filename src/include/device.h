@@ -1,0 +1,30 @@
+/* device.h — the CUDA path seen from the rest of the library (device.c): which buffers are device
+ * memory, the device side of a communicator, device collectives on a stream. Without CUDA every
+ * buffer is host memory and a device call says so. Tested by test/test_device.cc (on a GPU). */
+#ifndef RINGO_DEVICE_H_
+#define RINGO_DEVICE_H_
+
+#include "comm.h"
+
+/* 1 when p is CUDA device (or managed) memory; 0 for host memory, and always without a GPU. */
+int ringo_device_is_device_ptr(const void* p);
+/* CUDA devices this process sees (0 without CUDA or a driver). */
+int ringo_device_count(void);
+/* Makes dev the calling thread's current device (ringoCommInitAll's devlist). */
+ringoResult_t ringo_device_select(int dev);
+
+/* At init, on every rank (it takes part in two allgathers of rv): binds comm to the thread's
+ * current device and makes the device FIFO region when there is a GPU; when any rank cannot, the
+ * device path stays off (host collectives unaffected). Fails only when the rendezvous does. */
+ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
+void ringo_device_free(ringoComm_t comm);
+
+/* Enqueues op (device buffers) on stream and returns; the error a kernel hits later reaches
+ * ringoCommGetAsyncError and the next call. */
+ringoResult_t ringo_device_run(const struct ringo_op* op, ringoStream_t stream);
+/* The error a ring kernel of comm left (and puts comm in error), or ringoSuccess. Cheap. */
+ringoResult_t ringo_device_async_error(ringoComm_t comm);
+/* Makes every running ring kernel of comm give up its waits (ringoCommAbort). */
+void ringo_device_abort(ringoComm_t comm);
+
+#endif /* RINGO_DEVICE_H_ */
