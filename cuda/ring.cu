@@ -19,6 +19,9 @@ namespace {
 using namespace ringo_ew;
 
 constexpr int kRingThreads = 512;   /* threads per block (channel) */
+/* Two blocks per SM at most 64 registers a thread: every rank's channels sharing one GPU must be
+ * resident at once (they wait for each other), so a block must not need a whole SM. */
+constexpr int kRingMinBlocksPerSm = 2;
 constexpr uint32_t kCheckEvery = 1024; /* polls between looks at the clock, poison and abort */
 
 /* ---- flags: system-scope acquire/release on the GPU, C++ atomics' equivalents on the CPU ---- */
@@ -26,7 +29,7 @@ constexpr uint32_t kCheckEvery = 1024; /* polls between looks at the clock, pois
 __host__ __device__ inline uint64_t load_acquire(const uint64_t* p) {
 #ifdef __CUDA_ARCH__
   uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); /* generic address: peer or local */
   return v;
 #else
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -35,7 +38,7 @@ __host__ __device__ inline uint64_t load_acquire(const uint64_t* p) {
 
 __host__ __device__ inline void store_release(uint64_t* p, uint64_t v) {
 #ifdef __CUDA_ARCH__
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #else
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
@@ -125,12 +128,14 @@ __host__ __device__ int block_wait(const Channel& x, bool receives, bool sends) 
 }
 
 /* Every thread's stores into the slot (and the output) are visible system-wide before thread 0
- * moves the flags; the reads of the received slot are done before its tail frees it. */
+ * moves the flags; the reads of the received slot are done before its tail frees it. The barrier
+ * orders the block's accesses before thread 0's, and thread 0's system-scope fence and release
+ * are cumulative over what it has so observed: one fence per slice, not one per thread. */
 __host__ __device__ void block_publish(Channel& x, bool receives, bool sends) {
 #ifdef __CUDA_ARCH__
-  __threadfence_system();
   __syncthreads();
   const bool leader = threadIdx.x == 0;
+  if (leader) __threadfence_system();
 #else
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   const bool leader = true;
@@ -241,7 +246,7 @@ __host__ __device__ int run_channel(const ringo_dev_ring& d, int c, unsigned nth
 }
 
 template <class Final, class Partial>
-__global__ void __launch_bounds__(kRingThreads) ring_kernel(const ringo_dev_ring d) {
+__global__ void __launch_bounds__(kRingThreads, kRingMinBlocksPerSm) ring_kernel(const ringo_dev_ring d) {
   run_channel<Final, Partial>(d, (int)blockIdx.x, blockDim.x);
 }
 
@@ -260,9 +265,10 @@ int emulate(const ringo_dev_ring& d, int c, unsigned nthreads) {
 struct RingKernel {
   cudaError_t (*launch)(const ringo_dev_ring&, cudaStream_t);
   int (*emulate)(const ringo_dev_ring&, int, unsigned);
+  const void* fn; /* the __global__ function, for attribute and occupancy queries */
 };
 /* Avg adds along the ring and divides in the step that makes the final value. */
-#define RING(Final, Partial) {launch<Final, Partial>, emulate<Final, Partial>}
+#define RING(Final, Partial) {launch<Final, Partial>, emulate<Final, Partial>, (const void*)ring_kernel<Final, Partial>}
 #define RING_ROW(sfx, Type, dtype)                                                                    \
   {RING(sum_##sfx, sum_##sfx), RING(prod_##sfx, prod_##sfx), RING(max_##sfx, max_##sfx),              \
    RING(min_##sfx, min_##sfx), RING(avg_##sfx, sum_##sfx)},
@@ -302,4 +308,26 @@ extern "C" const char* ringo_cuda_ring_last_error(void) { return ring_error; }
 extern "C" int ringo_cuda_ring_emulate_block(const struct ringo_dev_ring* d, int channel, unsigned nthreads) {
   if (!valid(d) || channel < 0 || channel >= d->nchannels || nthreads == 0) return -1;
   return kRing[d->type][d->op].emulate(*d, channel, nthreads);
+}
+
+/* Loads every variant now (CUDA loads kernels lazily, and a load can wait for the device to go
+ * idle — which a spinning ring kernel of another rank never lets it) and returns how many blocks
+ * of the hungriest variant one SM holds. */
+extern "C" ringoResult_t ringo_cuda_ring_preload(int* blocks_per_sm) {
+  int fewest = 1 << 30;
+  for (int t = 0; t < RINGO_NUM_TYPES; t++)
+    for (int o = 0; o < RINGO_NUM_OPS; o++) {
+      cudaFuncAttributes a;
+      int blocks = 0;
+      cudaError_t err = cudaFuncGetAttributes(&a, kRing[t][o].fn);
+      if (err == cudaSuccess)
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kRing[t][o].fn, kRingThreads, 0);
+      if (err != cudaSuccess) {
+        snprintf(ring_error, sizeof ring_error, "%s: %s", cudaGetErrorName(err), cudaGetErrorString(err));
+        return ringoUnhandledCudaError;
+      }
+      if (blocks < fewest) fewest = blocks;
+    }
+  *blocks_per_sm = fewest;
+  return ringoSuccess;
 }

@@ -271,7 +271,10 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
     RINGO_INFO(RINGO_LOG_COLL, "rank %d: %s", comm->rank, fp);
   }
   atomic_fetch_add(&comm->inflight, 1);
-  if (op.device) res = ringo_device_run(&op, op.stream); /* enqueued on the stream: returns at once */
+  if (op.device) { /* enqueued on the stream: returns at once */
+    res = ringo_device_launch(&op);
+    if (res == ringoSuccess && !op.defer_join) res = ringo_device_join(&op);
+  }
   else if (comm->nranks == 1) run_single(&op);
   else if (comm->algo_naive && op.coll == RINGO_COLL_ALLREDUCE) res = run_naive(&op);
   else res = run_ring(&op);
@@ -319,7 +322,8 @@ static ringoResult_t check_op(struct ringo_op* op, ringoStream_t stream) {
                       dev_in ? "device" : "host", dev_out ? "device" : "host");
   op->device = op->count > 0 && (dev_in || dev_out);
   op->stream = stream;
-  if (stream && !op->device)
+  if (op->device) return ringo_device_check(op, stream, ringo_group_active(), name);
+  if (stream && op->count > 0) /* count 0 with a stream is a no-op, as in NCCL */
     return ringo_fail(ringoInvalidArgument, "%s: a stream was given with host buffers; host collectives run on the "
                       "calling thread: pass NULL", name);
   return ringoSuccess;

@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef RINGO_HAVE_CUDA
@@ -14,11 +16,14 @@
 #include "cuda_ring.h"
 
 #define DEV_NSLOTS 4
+#define DEV_FREE_POLL_NS 1000000L /* teardown: how often to ask whether ringo's stream is idle */
 
 struct ringo_device {
   int dev;
   int nchannels;
+  int local_ranks;        /* ranks of this process on this device (a shared legacy stream deadlocks them) */
   size_t slot_bytes;
+  double timeout_s;
   char* region;           /* this rank's FIFO region; the previous rank writes into it */
   char* next_region;      /* the next rank's region */
   int next_opened;        /* next_region came from cudaIpcOpenMemHandle */
@@ -33,9 +38,14 @@ struct ringo_device {
   char why[256];          /* why not, when !usable */
 };
 
-/* What each rank tells the others about its device side. */
-struct dev_info {
-  int32_t ok, dev, pid, pad;
+/* What each rank tells the others about its device side, in the first round of setup. */
+struct dev_probe {
+  int32_t ok, dev, pid, nchannels; /* nchannels: the most this rank's device can hold */
+  uint64_t nonce;                  /* tells processes apart where pids repeat (pid namespaces) */
+};
+/* ... and in the second, once every rank allocated its region for the agreed channel count. */
+struct dev_region {
+  int32_t ok, pad;
   uint64_t ptr;
   cudaIpcMemHandle_t handle;
 };
@@ -51,13 +61,25 @@ static ringoResult_t cuda_fail(cudaError_t err, const char* what) {
 
 /* Whether this process sees a GPU at all; asked once (the answer does not change). */
 static int have_devices(void) {
-  static int cached = -1;
-  if (cached < 0) {
+  static atomic_int cached = -1;
+  if (atomic_load(&cached) < 0) {
     int n = 0;
-    cached = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+    const int yes = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
     (void)cudaGetLastError();
+    atomic_store(&cached, yes);
   }
-  return cached;
+  return atomic_load(&cached);
+}
+
+static uint64_t process_nonce(void) {
+  static _Atomic uint64_t nonce;
+  uint64_t v = atomic_load(&nonce);
+  if (v == 0) {
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v || v == 0) v = ((uint64_t)getpid() << 32) | 1u;
+    uint64_t expected = 0;
+    if (!atomic_compare_exchange_strong(&nonce, &expected, v)) v = expected;
+  }
+  return v;
 }
 
 int ringo_device_is_device_ptr(const void* p) {
@@ -79,12 +101,37 @@ int ringo_device_count(void) {
   return n;
 }
 
+int ringo_device_current(void) {
+  int dev = -1;
+  if (!have_devices() || cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
 ringoResult_t ringo_device_select(int dev) {
   CU_CHECK(cudaSetDevice(dev), "cudaSetDevice");
   return ringoSuccess;
 }
 
-static ringoResult_t alloc_own(struct ringo_device* d, struct dev_info* mine) {
+/* Round 1: is there a device, which, and how many channels it can hold for the ranks it serves
+ * (all of them resident at once: they wait for each other). */
+static ringoResult_t probe(ringoComm_t comm, struct ringo_device* d, struct dev_probe* mine) {
+  if (!comm->env.cuda_enable) return ringo_fail(ringoInvalidUsage, "RINGO_CUDA=0");
+  if (!have_devices()) return ringo_fail(ringoUnhandledCudaError, "no CUDA device in this process");
+  CU_CHECK(cudaGetDevice(&d->dev), "cudaGetDevice");
+  mine->dev = comm->cuda_dev = d->dev;
+  int sms = 0, per_sm = 0;
+  CU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d->dev), "cudaDeviceGetAttribute");
+  if (ringo_cuda_ring_preload(&per_sm) != ringoSuccess)
+    return ringo_fail(ringoUnhandledCudaError, "loading the ring kernels: %s", ringo_cuda_ring_last_error());
+  mine->nchannels = sms * per_sm;
+  return ringoSuccess;
+}
+
+/* Round 2: this rank's region for the agreed channel count, and its handle. */
+static ringoResult_t alloc_own(struct ringo_device* d, struct dev_region* mine) {
   const size_t bytes = ringo_dev_region_bytes(d->nchannels, DEV_NSLOTS, d->slot_bytes);
   CU_CHECK(cudaMalloc((void**)&d->region, bytes), "cudaMalloc of the device FIFO region");
   CU_CHECK(cudaMemset(d->region, 0, bytes), "cudaMemset of the device FIFO region");
@@ -104,11 +151,12 @@ static ringoResult_t alloc_own(struct ringo_device* d, struct dev_info* mine) {
   return ringoSuccess;
 }
 
-/* The next rank's region: its pointer when it lives in this process, else its IPC handle. */
-static ringoResult_t open_next(struct ringo_device* d, const struct dev_info* next, int same_host) {
+/* Round 3: the next rank's region: its pointer when it lives in this process, else its handle. */
+static ringoResult_t open_next(struct ringo_device* d, const struct dev_probe* next, const struct dev_region* region,
+                               int same_host) {
   if (!same_host) return ringo_fail(ringoInvalidUsage, "the next rank is on another host: device memory across hosts "
                                     "(MPI staging) is not implemented yet");
-  if (next->pid == (int32_t)getpid()) {
+  if (next->pid == (int32_t)getpid() && next->nonce == process_nonce()) {
     if (next->dev != d->dev) {
       int can = 0;
       CU_CHECK(cudaDeviceCanAccessPeer(&can, d->dev, next->dev), "cudaDeviceCanAccessPeer");
@@ -118,86 +166,139 @@ static ringoResult_t open_next(struct ringo_device* d, const struct dev_info* ne
       if (err == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
       else if (err != cudaSuccess) return cuda_fail(err, "cudaDeviceEnablePeerAccess");
     }
-    d->next_region = (char*)(uintptr_t)next->ptr;
+    d->next_region = (char*)(uintptr_t)region->ptr;
     return ringoSuccess;
   }
-  CU_CHECK(cudaIpcOpenMemHandle((void**)&d->next_region, next->handle, cudaIpcMemLazyEnablePeerAccess),
+  CU_CHECK(cudaIpcOpenMemHandle((void**)&d->next_region, region->handle, cudaIpcMemLazyEnablePeerAccess),
            "cudaIpcOpenMemHandle of the next rank's FIFO region");
   d->next_opened = 1;
   return ringoSuccess;
 }
 
+/* ringo's stream may wait on a caller's event that never completes; teardown then gives up after
+ * RINGO_TIMEOUT and leaks rather than frees memory a kernel may still use. */
+static int stream_idle(const struct ringo_device* d) {
+  const double deadline = ringo_now() + d->timeout_s;
+  const struct timespec nap = {0, DEV_FREE_POLL_NS};
+  for (;;) {
+    const cudaError_t err = cudaStreamQuery(d->stream);
+    if (err != cudaErrorNotReady) return 1; /* done, or an error: nothing runs any more */
+    if (ringo_now() > deadline) return 0;
+    nanosleep(&nap, NULL);
+  }
+}
+
 void ringo_device_free(ringoComm_t comm) {
   struct ringo_device* d = comm->device;
   if (!d) return;
+  comm->device = NULL;
+  if (!d->stream) {
+    free(d);
+    return;
+  }
+  const int old = ringo_device_current();
   (void)cudaSetDevice(d->dev);
-  if (d->stream) (void)cudaStreamSynchronize(d->stream); /* kernels still running use what goes below */
+  if (!stream_idle(d)) {
+    RINGO_WARN("rank %d: ringo's stream on device %d still busy after %.0f s; its device memory is left allocated",
+               comm->rank, d->dev, d->timeout_s);
+    free(d);
+    return;
+  }
   if (d->next_opened) (void)cudaIpcCloseMemHandle(d->next_region);
   if (d->region) (void)cudaFree(d->region);
   if (d->counters) (void)cudaFree(d->counters);
   if (d->error_host) (void)cudaFreeHost(d->error_host);
   if (d->ready) (void)cudaEventDestroy(d->ready);
   if (d->done) (void)cudaEventDestroy(d->done);
-  if (d->stream) (void)cudaStreamDestroy(d->stream);
+  (void)cudaStreamDestroy(d->stream);
   (void)cudaGetLastError();
+  if (old >= 0) (void)cudaSetDevice(old);
   free(d);
-  comm->device = NULL;
 }
 
-/* Every rank takes part in both allgathers, with or without a GPU, so they stay in step. A rank
- * that cannot make its side (no GPU, no IPC) leaves the device path off on every rank, with the
- * reason kept for the first device call; host collectives are not affected. */
+/* Agreement over an allgather: every rank's flag, all must be set. */
+static int all_set(const int32_t* flags, int n, int* first_unset) {
+  for (int r = 0; r < n; r++)
+    if (!flags[r]) {
+      *first_unset = r;
+      return 0;
+    }
+  return 1;
+}
+
+/* Three allgathers that every rank joins, with or without a GPU, so they stay in step: probe,
+ * regions, links. A rank that cannot make its side (no GPU, no IPC, RINGO_CUDA=0) leaves the
+ * device path off on every rank, with the reason kept for the first device call; host
+ * collectives are not affected. Fails only when the rendezvous does. */
 ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   struct ringo_device* d = calloc(1, sizeof *d);
   if (!d) return ringo_fail(ringoSystemError, "out of memory for the device state");
   comm->device = d;
-  d->nchannels = comm->env.cuda_channels;
   d->slot_bytes = comm->env.cuda_slice_bytes;
-  struct dev_info mine = {.pid = (int32_t)getpid(), .dev = -1};
-  ringoResult_t res = ringoSuccess;
-  if (!have_devices()) {
-    snprintf(d->why, sizeof d->why, "no CUDA device in this process");
-  } else if (cudaGetDevice(&d->dev) != cudaSuccess) {
-    snprintf(d->why, sizeof d->why, "cudaGetDevice failed");
-  } else {
-    comm->cuda_dev = mine.dev = d->dev;
-    res = comm->nranks > 1 ? alloc_own(d, &mine) : ringoSuccess;
-    if (res != ringoSuccess) snprintf(d->why, sizeof d->why, "rank %d: %s", comm->rank, ringo_thread_last_error());
-    mine.ok = res == ringoSuccess;
-  }
+  d->timeout_s = comm->env.timeout_s;
+  const int n = comm->nranks, me = comm->rank, next = comm->ring[(comm->pos + 1) % n];
+  struct dev_probe pmine = {.pid = (int32_t)getpid(), .dev = -1, .nonce = process_nonce()};
+  pmine.ok = probe(comm, d, &pmine) == ringoSuccess;
+  if (!pmine.ok) snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
   (void)cudaGetLastError();
-  if (comm->nranks == 1) {
-    d->usable = mine.dev >= 0;
+  if (n == 1) {
+    d->usable = pmine.ok;
     return ringoSuccess;
   }
-  struct dev_info* all = calloc((size_t)comm->nranks, sizeof *all);
-  int32_t* linked = calloc((size_t)comm->nranks, sizeof *linked);
-  if (!all || !linked) res = ringo_fail(ringoSystemError, "out of memory for device infos");
-  else res = rv->allgather(rv->ctx, &mine, sizeof mine, all);
-  const int next = comm->ring[(comm->pos + 1) % comm->nranks];
-  int32_t ok = res == ringoSuccess && mine.ok && all[next].ok;
-  if (ok) {
-    const int same_host = strcmp(comm->info[next].host, comm->info[comm->rank].host) == 0;
-    ok = open_next(d, &all[next], same_host) == ringoSuccess;
-    if (!ok) snprintf(d->why, sizeof d->why, "rank %d: %s", comm->rank, ringo_thread_last_error());
-  } else if (res == ringoSuccess && mine.ok) {
-    snprintf(d->why, sizeof d->why, "rank %d has no device FIFO region (no GPU, or its setup failed)", next);
-  }
-  if (res == ringoSuccess) res = rv->allgather(rv->ctx, &ok, sizeof ok, linked);
-  d->usable = res == ringoSuccess;
-  for (int r = 0; d->usable && r < comm->nranks; r++)
-    if (!linked[r]) {
-      d->usable = 0;
-      if (ok) snprintf(d->why, sizeof d->why, "rank %d could not reach its next rank's device FIFO", r);
+  struct dev_probe* probes = calloc((size_t)n, sizeof *probes);
+  struct dev_region* regions = calloc((size_t)n, sizeof *regions);
+  int32_t* flags = calloc((size_t)n, sizeof *flags);
+  ringoResult_t res = probes && regions && flags ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory");
+  if (res == ringoSuccess) res = rv->allgather(rv->ctx, &pmine, sizeof pmine, probes);
+  /* Channels: as many as the busiest device holds for all its ranks at once, the same on every
+   * rank (both ends of a link lay out the region alike); RINGO_CUDA_CHANNELS caps it. */
+  int all_ok = res == ringoSuccess, who = 0;
+  d->nchannels = comm->env.cuda_channels > 0 ? comm->env.cuda_channels : RINGO_DEV_MAX_CHANNELS;
+  for (int r = 0; all_ok && r < n; r++) {
+    if (!probes[r].ok) {
+      all_ok = 0;
+      who = r;
+      break;
     }
+    int sharing = 0; /* ranks on rank r's device */
+    for (int q = 0; q < n; q++)
+      sharing += probes[q].dev == probes[r].dev && strcmp(comm->info[q].host, comm->info[r].host) == 0;
+    if (probes[r].nchannels / sharing < d->nchannels) d->nchannels = probes[r].nchannels / sharing;
+    if (r != me) continue;
+    for (int q = 0; q < n; q++) d->local_ranks += probes[q].dev == d->dev && probes[q].pid == pmine.pid &&
+                                                  probes[q].nonce == pmine.nonce;
+  }
+  if (all_ok && d->nchannels < 1) {
+    all_ok = 0;
+    snprintf(d->why, sizeof d->why, "too many ranks share one GPU for their ring kernels to be resident at once");
+  } else if (!all_ok && pmine.ok && res == ringoSuccess) {
+    snprintf(d->why, sizeof d->why, "rank %d has no device path (no GPU, or its setup failed)", who);
+  }
+  struct dev_region rmine = {0};
+  if (all_ok) {
+    rmine.ok = alloc_own(d, &rmine) == ringoSuccess;
+    if (!rmine.ok) snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
+  }
+  if (res == ringoSuccess) res = rv->allgather(rv->ctx, &rmine, sizeof rmine, regions);
+  int32_t linked = 0;
+  if (res == ringoSuccess && all_ok && rmine.ok && regions[next].ok) {
+    const int same_host = strcmp(comm->info[next].host, comm->info[me].host) == 0;
+    linked = open_next(d, &probes[next], &regions[next], same_host) == ringoSuccess;
+    if (!linked) snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
+  }
+  if (res == ringoSuccess) res = rv->allgather(rv->ctx, &linked, sizeof linked, flags);
+  d->usable = res == ringoSuccess && all_set(flags, n, &who);
+  if (res == ringoSuccess && !d->usable && linked && all_ok)
+    snprintf(d->why, sizeof d->why, "rank %d could not reach its next rank's device FIFO", who);
   (void)cudaGetLastError();
-  free(all);
-  free(linked);
+  free(probes);
+  free(regions);
+  free(flags);
   if (d->usable)
-    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, %d channels x %d slots x %zu bytes", comm->rank,
-               d->dev, d->nchannels, DEV_NSLOTS, d->slot_bytes);
+    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, %d channels x %d slots x %zu bytes", me, d->dev,
+               d->nchannels, DEV_NSLOTS, d->slot_bytes);
   else
-    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path off: %s", comm->rank, d->why);
+    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path off: %s", me, d->why);
   return res;
 }
 
@@ -229,6 +330,30 @@ void ringo_device_abort(ringoComm_t comm) {
   if (d && d->abort_host) __atomic_store_n(d->abort_host, 1, __ATOMIC_RELEASE);
 }
 
+ringoResult_t ringo_device_check(const struct ringo_op* op, ringoStream_t stream, int grouped, const char* name) {
+  const ringoComm_t comm = op->comm;
+  const struct ringo_device* d = comm->device;
+  if (!d || !d->usable)
+    return ringo_fail(ringoInvalidUsage, "%s: device buffers, but rank %d's communicator has no device path: %s", name,
+                      comm->rank, d ? d->why : "no CUDA");
+  const void* bufs[2] = {op->sendbuff, op->recvbuff};
+  for (int k = 0; k < 2; k++) {
+    struct cudaPointerAttributes a;
+    if (!bufs[k] || cudaPointerGetAttributes(&a, bufs[k]) != cudaSuccess || a.type != cudaMemoryTypeDevice) continue;
+    if (a.device != d->dev)
+      return ringo_fail(ringoInvalidArgument, "%s: %s is memory of device %d, but rank %d's communicator is on device "
+                        "%d", name, k ? "recvbuff" : "sendbuff", a.device, comm->rank, d->dev);
+  }
+  (void)cudaGetLastError();
+  /* Ranks of one process on one GPU that share the legacy stream would each wait, in stream order,
+   * for a kernel that waits for them. A group issues all launches before any wait (safe). */
+  const int shared = !stream || stream == (ringoStream_t)cudaStreamLegacy || stream == (ringoStream_t)cudaStreamPerThread;
+  if (!grouped && shared && d->local_ranks > 1)
+    return ringo_fail(ringoInvalidUsage, "%s: %d ranks of this process share device %d: give each rank its own stream "
+                      "(not the default stream), or call them inside ringoGroupStart/End", name, d->local_ranks, d->dev);
+  return ringoSuccess;
+}
+
 /* Bytes one rank's kernel puts on and takes off its links, counted as the host path counts them. */
 static void count_bytes(ringoComm_t comm, const struct ringo_dev_ring* r, size_t esize) {
   uint64_t sent = 0, received = 0;
@@ -242,19 +367,14 @@ static void count_bytes(ringoComm_t comm, const struct ringo_dev_ring* r, size_t
   atomic_fetch_add_explicit(&comm->bytes_received, received, memory_order_relaxed);
 }
 
-ringoResult_t ringo_device_run(const struct ringo_op* op, ringoStream_t stream) {
+static ringoResult_t launch(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   struct ringo_device* d = comm->device;
-  if (!d || !d->usable)
-    return ringo_fail(ringoInvalidUsage, "rank %d: device buffers, but this communicator has no device path: %s",
-                      comm->rank, d ? d->why : "no CUDA");
-  RINGO_CHECK(ringo_device_async_error(comm));
-  CU_CHECK(cudaSetDevice(d->dev), "cudaSetDevice");
   const size_t esize = ringo_type_size(op->type);
   if (comm->nranks == 1) { /* the result is the input; the device does the copy in stream order */
     const size_t bytes = op->count * esize;
     if (bytes && op->recvbuff && op->recvbuff != op->sendbuff)
-      CU_CHECK(cudaMemcpyAsync(op->recvbuff, op->sendbuff, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream),
+      CU_CHECK(cudaMemcpyAsync(op->recvbuff, op->sendbuff, bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)op->stream),
                "cudaMemcpyAsync");
     return ringoSuccess;
   }
@@ -269,16 +389,32 @@ ringoResult_t ringo_device_run(const struct ringo_op* op, ringoStream_t stream) 
   r.error = d->error_dev;
   r.abort_flag = d->abort_dev;
   r.timeout_ns = (uint64_t)(comm->env.timeout_s * 1e9);
-  /* The caller's stream waits for nothing of ringo's, and ringo's kernel waits for the caller's
-   * earlier work: two events hand the order over. */
-  CU_CHECK(cudaEventRecord(d->ready, (cudaStream_t)stream), "cudaEventRecord on the caller's stream");
+  /* ringo's kernel waits for the caller's earlier work on its stream; ringo_device_join makes the
+   * caller's stream wait for the kernel. */
+  CU_CHECK(cudaEventRecord(d->ready, (cudaStream_t)op->stream), "cudaEventRecord on the caller's stream");
   CU_CHECK(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
   if (ringo_cuda_ring_launch(&r, d->stream) != ringoSuccess)
     return ringo_fail(ringoUnhandledCudaError, "rank %d: ring kernel launch failed: %s", comm->rank,
                       ringo_cuda_ring_last_error());
   CU_CHECK(cudaEventRecord(d->done, d->stream), "cudaEventRecord");
-  CU_CHECK(cudaStreamWaitEvent((cudaStream_t)stream, d->done, 0), "cudaStreamWaitEvent on the caller's stream");
   count_bytes(comm, &r, esize);
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_device_launch(const struct ringo_op* op) {
+  struct ringo_device* d = op->comm->device;
+  RINGO_CHECK(ringo_device_async_error(op->comm));
+  const int old = ringo_device_current();
+  if (old != d->dev) CU_CHECK(cudaSetDevice(d->dev), "cudaSetDevice");
+  const ringoResult_t res = launch(op);
+  if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
+  return res;
+}
+
+ringoResult_t ringo_device_join(const struct ringo_op* op) {
+  struct ringo_device* d = op->comm->device;
+  if (op->comm->nranks == 1) return ringoSuccess; /* the copy ran on the caller's stream itself */
+  CU_CHECK(cudaStreamWaitEvent((cudaStream_t)op->stream, d->done, 0), "cudaStreamWaitEvent on the caller's stream");
   return ringoSuccess;
 }
 
@@ -289,6 +425,7 @@ int ringo_device_is_device_ptr(const void* p) {
   return 0;
 }
 int ringo_device_count(void) { return 0; }
+int ringo_device_current(void) { return -1; }
 ringoResult_t ringo_device_select(int dev) {
   return ringo_fail(ringoUnhandledCudaError, "device %d: this build has no CUDA path", dev);
 }
@@ -302,10 +439,17 @@ ringoResult_t ringo_device_async_error(ringoComm_t comm) {
   return ringoSuccess;
 }
 void ringo_device_abort(ringoComm_t comm) { (void)comm; }
-ringoResult_t ringo_device_run(const struct ringo_op* op, ringoStream_t stream) {
-  (void)stream;
-  return ringo_fail(ringoInvalidUsage, "rank %d: device buffers need ringo's CUDA path; this build has none",
+ringoResult_t ringo_device_check(const struct ringo_op* op, ringoStream_t stream, int grouped, const char* name) {
+  (void)stream, (void)grouped;
+  return ringo_fail(ringoInvalidUsage, "%s: rank %d: device buffers need ringo's CUDA path; this build has none", name,
                     op->comm->rank);
+}
+ringoResult_t ringo_device_launch(const struct ringo_op* op) {
+  return ringo_fail(ringoInvalidUsage, "rank %d: this build has no CUDA path", op->comm->rank);
+}
+ringoResult_t ringo_device_join(const struct ringo_op* op) {
+  (void)op;
+  return ringoSuccess;
 }
 
 #endif

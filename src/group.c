@@ -6,10 +6,12 @@
 #include <stdlib.h>
 
 #include "comm.h"
+#include "device.h"
 
 struct queued_init {
   ringoComm_t comm;
   ringoUniqueId id;
+  int dev; /* the queueing thread's CUDA device (NCCL's cudaSetDevice(i); ncclCommInitRank idiom), or -1 */
   ringoResult_t res;
 };
 
@@ -30,6 +32,8 @@ static int reserve(void** array, size_t* cap, size_t n, size_t elem) {
   return 1;
 }
 
+int ringo_group_active(void) { return group_depth > 0; }
+
 int ringo_group_enqueue(const struct ringo_op* op, ringoResult_t* res) {
   if (group_depth == 0) return 0;
   if (!reserve((void**)&queued, &capacity, nqueued, sizeof *queued)) {
@@ -47,7 +51,7 @@ int ringo_group_enqueue_init(ringoComm_t comm, const ringoUniqueId* id, ringoRes
     *res = ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory queueing an init in a group");
     return 1;
   }
-  inits[ninits++] = (struct queued_init){comm, *id, ringoSuccess};
+  inits[ninits++] = (struct queued_init){comm, *id, ringo_device_current(), ringoSuccess};
   *res = ringoSuccess;
   return 1;
 }
@@ -84,7 +88,9 @@ static ringoResult_t run_parallel(void* (*job)(void*), void* args, size_t elem, 
 
 static void* run_init(void* arg) {
   struct queued_init* q = arg;
-  q->res = ringo_comm_init_tcp(q->comm, &q->id); /* leaves comm in error, with its message, on failure */
+  q->res = q->dev >= 0 ? ringo_device_select(q->dev) : ringoSuccess;
+  if (q->res == ringoSuccess) q->res = ringo_comm_init_tcp(q->comm, &q->id); /* leaves comm in error on failure */
+  else ringo_comm_fail(q->comm, q->res);
   return NULL;
 }
 
@@ -121,7 +127,7 @@ static void* run_comm_job(void* arg) {
   size_t nbatch = 0;
   for (size_t i = 0; i <= job->nops && job->res == ringoSuccess; i++) {
     const struct ringo_op* op = i < job->nops ? &job->ops[i] : NULL;
-    if (op && op->comm != job->comm) continue;
+    if (op && (op->comm != job->comm || op->device)) continue; /* device ops: run_device_ops */
     if (op && op->kind != RINGO_KIND_COLL) {
       job->batch[nbatch++] = op;
       continue;
@@ -135,11 +141,39 @@ static void* run_comm_job(void* arg) {
 
 static void stop_comm_job(void* arg) { atomic_store(&((struct comm_job*)arg)->comm->abort_flag, 1); }
 
-static ringoResult_t run_queued(const struct ringo_op* ops, size_t nops) {
+/* Device collectives only enqueue, so the calling thread does them all: first every launch, then
+ * every join — were a rank's caller stream to wait for its kernel before the next rank's kernel
+ * was launched, ranks sharing a stream would wait for each other in stream order. */
+static ringoResult_t run_device_ops(struct ringo_op* ops, size_t nops) {
+  ringoResult_t res = ringoSuccess;
+  for (size_t i = 0; i < nops; i++) {
+    if (!ops[i].device) continue;
+    ops[i].defer_join = 1;
+    const ringoResult_t r = ringo_coll_run(&ops[i]); /* records its errors in the communicator */
+    if (r != ringoSuccess) {
+      ops[i].defer_join = 0; /* launched nothing: nothing to join */
+      if (res == ringoSuccess) res = ringo_annotate(r, "ringoGroupEnd: rank %d: %s", ops[i].comm->rank,
+                                                    ops[i].comm->last_error);
+    }
+  }
+  for (size_t i = 0; i < nops; i++)
+    if (ops[i].device && ops[i].defer_join) {
+      const ringoResult_t r = ringo_device_join(&ops[i]);
+      if (r != ringoSuccess && res == ringoSuccess) res = r;
+    }
+  return res;
+}
+
+static ringoResult_t run_queued(struct ringo_op* ops, size_t nops) {
+  const ringoResult_t dev_res = run_device_ops(ops, nops);
+  size_t nhost = 0;
+  for (size_t i = 0; i < nops; i++) nhost += !ops[i].device;
+  if (nhost == 0) return dev_res;
   struct comm_job* jobs = calloc(nops, sizeof *jobs);
   if (!jobs) return ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
   size_t njobs = 0;
   for (size_t i = 0; i < nops; i++) {
+    if (ops[i].device) continue;
     size_t j = 0;
     while (j < njobs && jobs[j].comm != ops[i].comm) j++;
     if (j == njobs) jobs[njobs++] = (struct comm_job){ops[i].comm, ringoSuccess, ops, nops, NULL};
@@ -153,7 +187,7 @@ static ringoResult_t run_queued(const struct ringo_op* ops, size_t nops) {
       res = ringo_annotate(jobs[j].res, "ringoGroupEnd: rank %d: %s", jobs[j].comm->rank, jobs[j].comm->last_error);
   free(jobs);
   free(batches);
-  return res;
+  return dev_res != ringoSuccess ? dev_res : res;
 }
 
 ringoResult_t ringoGroupEnd(void) {

@@ -158,8 +158,9 @@ TEST_P(DeviceInitAll, EveryCollectiveOnOneGpuIsExact) {
   const std::string why = NoGpuReason();
   if (!why.empty()) GTEST_SKIP() << why;
   const int n = GetParam();
-  Options o;
-  o.deadline_s = 240;
+  Options o;  // one GPU, every kernel resident: a wait past 10 s is a bug, not slowness
+  o.deadline_s = 60;
+  o.ringo_timeout_s = 10;
   ringo_test::RunProcesses(1, [n](int, const ringoUniqueId&, Shared&) {
     std::vector<int> devlist(n, 0), ranks(n);
     std::vector<ringoComm_t> comms(n);
@@ -196,9 +197,9 @@ TEST_P(DeviceProcesses, AllReduceOverCudaIpcIsExact) {
   const std::string why = NoGpuReason();
   if (!why.empty()) GTEST_SKIP() << why;
   const int n = GetParam();
-  Options o;
-  o.deadline_s = 240;
-  o.ringo_timeout_s = 120;
+  Options o;  // time-sliced without MPS: slower, but every hand-over comes within a slice
+  o.deadline_s = 60;
+  o.ringo_timeout_s = 30;
   ringo_test::RunForked(n, [n](ringo_test::Team& t) {
     cudaStream_t s;
     CU_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -215,7 +216,8 @@ TEST_P(DeviceProcesses, AllReduceOverCudaIpcIsExact) {
 INSTANTIATE_TEST_SUITE_P(N, DeviceProcesses, testing::Values(2, 4));
 
 // Refusals that need a GPU to be reached: mixed host/device buffers, device point-to-point, a
-// device number out of range.
+// device number out of range, ranks sharing the legacy stream outside a group (and the same
+// inside a group, where it is safe).
 TEST(DeviceRefusals, MixedBuffersDevicePointToPointAndBadDevices) {
   const std::string why = NoGpuReason();
   if (!why.empty()) GTEST_SKIP() << why;
@@ -232,9 +234,26 @@ TEST(DeviceRefusals, MixedBuffersDevicePointToPointAndBadDevices) {
     std::vector<float> hbuf(1024);
     EXPECT_EQ(ringoAllReduce(dbuf, hbuf.data(), 1024, ringoFloat32, ringoSum, comms[0], nullptr), ringoInvalidArgument);
     EXPECT_EQ(ringoSend(dbuf, 1024, ringoFloat32, 1, comms[0], nullptr), ringoInvalidUsage);
+    // Two ranks of this process on one GPU sharing the legacy stream would wait for each other in
+    // stream order: refused outside a group, and safe inside one (every launch before any wait).
+    EXPECT_EQ(ringoAllReduce(dbuf, dbuf, 1024, ringoFloat32, ringoSum, comms[0], nullptr), ringoInvalidUsage);
     ringoResult_t async = ringoInternalError;
     EXPECT_EQ(ringoCommGetAsyncError(comms[0], &async), ringoSuccess);
     EXPECT_EQ(async, ringoSuccess) << "refused calls leave the communicator usable";
+    float* dbuf2 = nullptr;
+    CU_OK(cudaMalloc(reinterpret_cast<void**>(&dbuf2), 1024 * sizeof(float)));
+    std::vector<float> ones(1024, 1.0f), twos(1024, 2.0f), out(1024, 0.0f);
+    CU_OK(cudaMemcpy(dbuf, ones.data(), 4096, cudaMemcpyHostToDevice));
+    CU_OK(cudaMemcpy(dbuf2, twos.data(), 4096, cudaMemcpyHostToDevice));
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    EXPECT_EQ(ringoAllReduce(dbuf, dbuf, 1024, ringoFloat32, ringoSum, comms[0], nullptr), ringoSuccess);
+    EXPECT_EQ(ringoAllReduce(dbuf2, dbuf2, 1024, ringoFloat32, ringoSum, comms[1], nullptr), ringoSuccess);
+    ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(nullptr);
+    CU_OK(cudaDeviceSynchronize());
+    CU_OK(cudaMemcpy(out.data(), dbuf2, 4096, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(out[0], 3.0f);
+    EXPECT_EQ(out[1023], 3.0f);
+    cudaFree(dbuf2);
     cudaFree(dbuf);
     for (ringoComm_t c : comms) EXPECT_EQ(ringoCommDestroy(c), ringoSuccess);
   });

@@ -73,6 +73,7 @@ struct ringo_op {
   enum ringo_op_kind kind;
   int peer;
   int device;            /* the buffers are CUDA device memory: enqueue on stream (device.c) */
+  int defer_join;        /* device op in a group: the caller's stream waits for it after every launch */
   ringoStream_t stream;
   enum ringo_coll coll;
   const void* sendbuff;
@@ -133,6 +134,8 @@ void ringo_p2p_free(ringoComm_t comm);
 
 /* Queues op when this thread is inside ringoGroupStart/End; returns 1 if it was queued (group.c). */
 int ringo_group_enqueue(const struct ringo_op* op, ringoResult_t* res);
+/* 1 inside ringoGroupStart/End on this thread. */
+int ringo_group_active(void);
 /* Queues the init of comm over id likewise; returns 1 if it was queued. */
 int ringo_group_enqueue_init(ringoComm_t comm, const ringoUniqueId* id, ringoResult_t* res);
 

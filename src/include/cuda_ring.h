@@ -82,6 +82,10 @@ ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct rin
  * ringoSuccess; ringoInvalidArgument for a bad dtype/op/shape; ringoUnhandledCudaError when the
  * launch fails (ringo_cuda_last_error_string names it). */
 ringoResult_t ringo_cuda_ring_launch(const struct ringo_dev_ring* d, void* stream);
+/* Loads every ring kernel variant on the current device (lazy loading could otherwise stall a
+ * launch behind a spinning kernel) and says how many blocks of the hungriest fit one SM.
+ * ringoUnhandledCudaError on failure. */
+ringoResult_t ringo_cuda_ring_preload(int* blocks_per_sm);
 /* The CUDA error that made this thread's last ringo_cuda_ring_launch fail. Never NULL. */
 const char* ringo_cuda_ring_last_error(void);
 

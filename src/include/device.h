@@ -10,6 +10,8 @@
 int ringo_device_is_device_ptr(const void* p);
 /* CUDA devices this process sees (0 without CUDA or a driver). */
 int ringo_device_count(void);
+/* The calling thread's current device, -1 without one. */
+int ringo_device_current(void);
 /* Makes dev the calling thread's current device (ringoCommInitAll's devlist). */
 ringoResult_t ringo_device_select(int dev);
 
@@ -19,9 +21,16 @@ ringoResult_t ringo_device_select(int dev);
 ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
 void ringo_device_free(ringoComm_t comm);
 
-/* Enqueues op (device buffers) on stream and returns; the error a kernel hits later reaches
+/* Everything a device call can get wrong, before anything is enqueued (the communicator stays
+ * usable): no device path, a buffer on another device, ranks of one process sharing the legacy
+ * stream outside a group (grouped: the call is queued in a group). */
+ringoResult_t ringo_device_check(const struct ringo_op* op, ringoStream_t stream, int grouped, const char* name);
+/* Enqueues op (device buffers) after the caller's work on op->stream; ringo_device_join then makes
+ * op->stream wait for it. A group launches every rank's kernel before any join, so ranks sharing
+ * a stream never wait for each other in stream order. Errors a kernel hits later reach
  * ringoCommGetAsyncError and the next call. */
-ringoResult_t ringo_device_run(const struct ringo_op* op, ringoStream_t stream);
+ringoResult_t ringo_device_launch(const struct ringo_op* op);
+ringoResult_t ringo_device_join(const struct ringo_op* op);
 /* The error a ring kernel of comm left (and puts comm in error), or ringoSuccess. Cheap. */
 ringoResult_t ringo_device_async_error(ringoComm_t comm);
 /* Makes every running ring kernel of comm give up its waits (ringoCommAbort). */

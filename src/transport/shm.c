@@ -505,7 +505,9 @@ static ringoResult_t wait_slow(struct ringo_link* l, atomic_uint* word, atomic_u
     if (ready != 0) return ready > 0 ? ringoSuccess : corrupt(l, v);
     double now = ringo_now();
     RINGO_CHECK(check_wait(l, now, start, &next_alive));
-    if (round < SHM_YIELDS) {
+    static double yield_s = -1;
+    if (yield_s < 0) yield_s = getenv("RINGO_YIELD_US") ? atof(getenv("RINGO_YIELD_US")) * 1e-6 : 0;
+    if (round < SHM_YIELDS || now - start < yield_s) {
       sched_yield();
       continue;
     }
