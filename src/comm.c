@@ -71,7 +71,8 @@ ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const 
 void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
   *p = (struct ringo_link_params){.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
                                   .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
-                                  .spin = comm->env.spin, .self_rank = comm->rank, .peer_rank = peer,
+                                  .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6,
+                                  .self_rank = comm->rank, .peer_rank = peer,
                                   .ctx = comm->tctx, .channel = channel,
                                   .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0
                                                   ? comm->info[peer].pid : 0};

@@ -48,6 +48,10 @@ void ringo_env_read(struct ringo_env* env) {
    * all-reduce on 2 ranks takes 100 us with 2000 polls and 3 us yielding at once — pause loops
    * in a guest hand the core to the hypervisor), so waiters yield at once unless told to poll. */
   env->spin = (int)env_double("RINGO_SPIN", 0, 0, 1e9);
+  /* Then yield rather than sleep for a while: a slice's wait is usually tens of microseconds, a
+   * futex wake-up in a VM about as long again (measured: N = 2, 64-256 MiB, busbw 1.7x higher
+   * against Open MPI with 200 us than with 4 yields; README, "The benchmark and the bound"). */
+  env->yield_us = env_double("RINGO_YIELD_US", 200, 0, 1e6);
   env->cuda_enable = (int)env_double("RINGO_CUDA", 1, 0, 1);
   env->cuda_channels = (int)env_double("RINGO_CUDA_CHANNELS", 0, 0, 32);
   env->cuda_slice_bytes = env_bytes("RINGO_CUDA_SLICE_BYTES", 256 << 10, 4096, 64 << 20) & ~(size_t)4095;
@@ -61,10 +65,10 @@ void ringo_env_read(struct ringo_env* env) {
   env_string("RINGO_ALGO", env->algo, sizeof env->algo);
   if (!env->algo[0]) snprintf(env->algo, sizeof env->algo, "ring");
   RINGO_INFO(RINGO_LOG_ENV,
-             "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%zu RINGO_NSLOTS=%d RINGO_SPIN=%d RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
+             "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%zu RINGO_NSLOTS=%d RINGO_SPIN=%d RINGO_YIELD_US=%g RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
              "RINGO_CUDA_SLICE_BYTES=%zu "
              "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s",
-             env->timeout_s, env->slice_bytes, env->nslots, env->spin, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
+             env->timeout_s, env->slice_bytes, env->nslots, env->spin, env->yield_us, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
              env->hostname,
              env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo);
 }

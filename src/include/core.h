@@ -67,6 +67,7 @@ struct ringo_env {
   size_t slice_bytes;      /* RINGO_SLICE_BYTES: bytes per FIFO slot (default 128 KiB) */
   int nslots;              /* RINGO_NSLOTS: FIFO depth per link, >= 4 (default 4) */
   int spin;                /* RINGO_SPIN: polls before a waiter yields (default 0: yield at once) */
+  double yield_us;         /* RINGO_YIELD_US: how long a waiter yields before it sleeps (default 200) */
   char hostname[256];      /* RINGO_HOSTNAME: host identity override (default gethostname) */
   char socket_ifname[64];  /* RINGO_SOCKET_IFNAME: interface the bootstrap root binds to */
   char comm_id[256];       /* RINGO_COMM_ID: host:port the bootstrap root binds to */

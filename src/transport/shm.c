@@ -96,6 +96,7 @@ struct ringo_link {
   int name_live;          /* receiver: the name still exists in /dev/shm */
   double next_alive;      /* shm_poll: when to ask next whether the peer still exists */
   double timeout_s;
+  double yield_s;         /* how long a waiter yields before it sleeps */
   int spin;
   const atomic_int* abort_flag;
   int self_rank, peer_rank;
@@ -152,6 +153,7 @@ static struct ringo_link* link_new(const struct ringo_link_params* p, int is_rec
   l->nslots = (uint32_t)p->nslots;
   l->timeout_s = p->timeout_s;
   l->spin = p->spin > 0 ? p->spin : 0;
+  l->yield_s = p->yield_s > 0 ? p->yield_s : 0;
   l->abort_flag = p->abort_flag;
   l->self_rank = p->self_rank;
   l->peer_rank = p->peer_rank;
@@ -427,7 +429,8 @@ static void shm_discard(const void* info) {
 
 /* ---- waiting ----
  * The receiver waits for head to move past its tail, the sender for tail to free a slot. A
- * waiter polls `spin` times, then yields the CPU SHM_YIELDS times (ranks may outnumber cores),
+ * waiter polls `spin` times, then yields the CPU for yield_s (RINGO_YIELD_US) and at least
+ * SHM_YIELDS times (ranks may outnumber cores; a slice's wait is usually shorter than that),
  * then sleeps on the peer's counter word in short futex waits. Before sleeping it raises its
  * flag and re-reads the counter; the peer stores its counter and then reads the flag. All four
  * accesses are sequentially consistent, so they fall in one total order and at least one side
@@ -505,9 +508,7 @@ static ringoResult_t wait_slow(struct ringo_link* l, atomic_uint* word, atomic_u
     if (ready != 0) return ready > 0 ? ringoSuccess : corrupt(l, v);
     double now = ringo_now();
     RINGO_CHECK(check_wait(l, now, start, &next_alive));
-    static double yield_s = -1;
-    if (yield_s < 0) yield_s = getenv("RINGO_YIELD_US") ? atof(getenv("RINGO_YIELD_US")) * 1e-6 : 0;
-    if (round < SHM_YIELDS || now - start < yield_s) {
+    if (round < SHM_YIELDS || now - start < l->yield_s) {
       sched_yield();
       continue;
     }
