@@ -226,6 +226,18 @@ $(NCCL_PROGRAM): test/nccl/nccl_program.c nccl/nccl.h $(NCCL_LIB) $(NCCL_DIR)/li
 	  $(if $(NVCC),-I$(CUDA_ROOT)/include) $< -o $@ \
 	  -L$(NCCL_DIR) -Wl,--disable-new-dtags,-rpath,$(abspath $(NCCL_DIR)) -lnccl -ldl
 
+# The same client on device memory (test/nccl/nccl_device_program.c), built only with CUDA: it needs the
+# runtime's headers and libcudart besides the shim. Not a GoogleTest suite: `make gpu-check` runs it.
+NCCL_DEVICE_PROGRAM := $(BUILD)/test/nccl_device_program
+ifneq ($(NVCC),)
+tests: $(NCCL_DEVICE_PROGRAM)
+$(NCCL_DEVICE_PROGRAM): test/nccl/nccl_device_program.c nccl/nccl.h $(NCCL_LIB) $(NCCL_DIR)/libnccl.so $(BUILD)/cuda.config
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Inccl -I$(CUDA_ROOT)/include $< -o $@ \
+	  -L$(NCCL_DIR) -Wl,--disable-new-dtags,-rpath,$(abspath $(NCCL_DIR)) -lnccl \
+	  $(if $(CUDA_LIB),-L$(CUDA_LIB) -Wl$(comma)-rpath$(comma)$(CUDA_LIB)) -lcudart
+endif
+
 # The two suites see nccl.h only and reach the shim through dlopen or nccl_program.
 $(BUILD)/test/test_nccl_abi: test/test_nccl_abi.cc $(NCCL_TEST_MAIN) nccl/nccl.h $(NCCL_LIB)
 	@mkdir -p $(dir $@)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # gpu_check.sh — `make gpu-check LOG=dir` on a machine with a GPU: builds ringo with CUDA for sm_90, runs the
-# GPU suites (and again under MPS when it starts), then the device benchmark with N = 2, 4, 8 ranks on one GPU,
-# and writes into LOG the whole log (gpu_check.log), the bench tables (table.txt, bench_N*.txt/.json) and a
-# verdict line plus the tables (summary.txt). Needs nvcc, a GPU with its driver, GoogleTest. Exit 0 only if
-# every suite ran and passed and every bench row was right; always done in under 8 minutes.
+# GPU suites (and again under MPS when it starts) and the NCCL drop-in's client on device memory (N = 2, 4), then
+# the device benchmark with N = 2, 4, 8 ranks on one GPU, and writes into LOG the whole log (gpu_check.log), the
+# bench tables (table.txt, bench_N*.txt/.json) and a verdict line plus the tables (summary.txt). Needs nvcc, a GPU
+# with its driver, GoogleTest. Exit 0 only if every suite and NCCL device run ran and passed and every bench row
+# was right; always done in under 8 minutes.
 set -u -o pipefail
 
 LOG=${1:-${LOG:-gpu-check-log}}
@@ -12,12 +13,18 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 # The GPU suites: the reduce-copy kernels, the ring kernel, the device-pointer collectives (InitAll N = 2, 4, 8
 # on one GPU) and the multi-process CUDA IPC path (test_device; RINGO_TEST_MPS=1 tells it MPS is on).
 GPU_SUITES=(test_cuda_kernels test_cuda_ring test_device)
+# test/nccl/nccl_device_program.c: an NCCL program on device buffers, linked against ringo's libnccl.so.2, run
+# with each of these rank counts (all ranks on GPU 0, driven from one thread) for at most NCCL_DEVICE_S each.
+NCCL_DEVICE_RUNS=(2 4)
 # Benchmark runs, "N devices" ("-" = the default, every rank on device 0).
 BENCH_RUNS=("2 0,0" "4 0,0,0,0" "8 -")
 BENCH_ARGS=(-b 1M -e 1G -f 4 -d all)
 # Seconds: each part gets its cap, or less so that the whole run ends by DEADLINE_S (under 8 minutes with
 # the kill grace periods and MPS's stop): the parts after it are left at least what they reserve.
 BUILD_S=240 TESTS_S=150 BENCH_S=150 DEADLINE_S=440
+# Of the tests' share, the NCCL device runs are left at least NCCL_DEVICE_SHARE_S (and whatever the suites
+# leave), each at most NCCL_DEVICE_S.
+NCCL_DEVICE_SHARE_S=30 NCCL_DEVICE_S=60
 FAILS=()
 
 step() { echo; echo "=== $* ($(date +%T))"; }
@@ -68,13 +75,13 @@ mps_stop() {
 
 # build_all: fills BINS with the suites that built; a missing or unbuilt suite is a problem.
 build_all() {
-  local targets=(lib "$BUILD/bin/ringo-gpu-bench") s
+  local targets=(lib "$BUILD/bin/ringo-gpu-bench" "$BUILD/test/nccl_device_program") s
   BINS=()
   for s in "${GPU_SUITES[@]}"; do
     if [ -f "test/$s.cc" ]; then targets+=("$BUILD/test/$s"); else problem "$s missing (no test/$s.cc)"; fi
   done
   # Old binaries go first, so that one that fails to build now cannot run in its place.
-  rm -f "$BUILD/bin/ringo-gpu-bench" "${GPU_SUITES[@]/#/$BUILD/test/}"
+  rm -f "$BUILD/bin/ringo-gpu-bench" "$BUILD/test/nccl_device_program" "${GPU_SUITES[@]/#/$BUILD/test/}"
   local cap t0=$SECONDS
   cap=$(budget $BUILD_S 180)
   step "build (BUILD=$BUILD, -j$JOBS, sm_90 + compute_90 PTX, at most $cap s)"
@@ -90,6 +97,7 @@ build_all() {
     if [ -x "$BUILD/test/$s" ]; then BINS+=("$BUILD/test/$s$filter"); else problem "$s did not build"; fi
   done
   [ -x "$BUILD/bin/ringo-gpu-bench" ] || problem "ringo-gpu-bench did not build"
+  [ -x "$BUILD/test/nccl_device_program" ] || problem "nccl_device_program did not build"
 }
 
 # test_pass NAME CAP ENV...: runs the built suites once with ENV; a failure, a timeout or a skip (on a GPU
@@ -112,13 +120,18 @@ test_pass() {
   fi
 }
 
+# The suites, then the NCCL device runs with what the suites left of the tests' share.
 run_tests_all() {
-  if [ ${#BINS[@]} -eq 0 ]; then
-    problem "no GPU suite to run"
-    return
-  fi
-  local cap
+  local cap t0=$SECONDS
   cap=$(budget $TESTS_S 90)
+  local suites=$((cap - NCCL_DEVICE_SHARE_S))
+  if [ ${#BINS[@]} -eq 0 ]; then problem "no GPU suite to run"; else run_suites $((suites < 10 ? 10 : suites)); fi
+  run_nccl_device $((cap - (SECONDS - t0)))
+}
+
+# run_suites CAP: the built suites without MPS, then with MPS if it starts, within CAP seconds.
+run_suites() {
+  local cap=$1
   step "MPS"
   mps_start
   # Without MPS first: pointing CUDA at an empty pipe folder keeps even a system-wide MPS daemon out.
@@ -130,6 +143,29 @@ run_tests_all() {
     test_pass "with MPS" $((rest < 20 ? 20 : rest)) CUDA_MPS_PIPE_DIRECTORY="$MPS_PIPE" RINGO_TEST_MPS=1
   fi
   mps_stop
+}
+
+# run_nccl_device SHARE: each NCCL_DEVICE_RUNS count in turn, within SHARE seconds, every later run left at least
+# 10 s. Outside MPS, as the single process it is. Exit 2 (no CUDA device) is a problem here too.
+run_nccl_device() {
+  local share=$1 prog=$BUILD/test/nccl_device_program later=${#NCCL_DEVICE_RUNS[@]} t0=$SECONDS n cap rc
+  [ -x "$prog" ] || return 0 # build_all reported it
+  mkdir -p "$LOG_ABS/mps/none"
+  for n in "${NCCL_DEVICE_RUNS[@]}"; do
+    later=$((later - 1))
+    cap=$((share - (SECONDS - t0) - 10 * later))
+    cap=$((cap > NCCL_DEVICE_S ? NCCL_DEVICE_S : cap))
+    cap=$((cap < 10 ? 10 : cap))
+    step "NCCL drop-in on device memory: nccl_device_program $n (at most $cap s)"
+    CUDA_MPS_PIPE_DIRECTORY="$LOG_ABS/mps/none" timeout -k 5 "$cap" "$prog" "$n" 2>&1
+    rc=$?
+    case $rc in
+      0) PASSED+=("nccl_device_program $n") ;;
+      2) problem "nccl_device_program $n: no CUDA device" ;;
+      124 | 137) problem "nccl_device_program $n took over $cap s" ;;
+      *) problem "nccl_device_program $n: exit $rc (a failed check, named in the log)" ;;
+    esac
+  done
 }
 
 # The benchmark runs share BENCH_S (or what the deadline leaves) in proportion to N + 4 (the fixed part is the
@@ -177,8 +213,9 @@ main() {
   trap mps_stop EXIT
   trap 'exit 130' INT TERM
   echo "ringo gpu-check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
-  echo "Runs: ${GPU_SUITES[*]} (without MPS, then with MPS if it starts), then ringo-gpu-bench with N = 2, 4, 8"
-  echo "ranks on GPU 0 (${BENCH_ARGS[*]}) beside the GPU's measured cudaMemcpy device-to-device bandwidth."
+  echo "Runs: ${GPU_SUITES[*]} (without MPS, then with MPS if it starts), nccl_device_program with N = ${NCCL_DEVICE_RUNS[*]},"
+  echo "then ringo-gpu-bench with N = 2, 4, 8 ranks on GPU 0 (${BENCH_ARGS[*]}) beside the GPU's measured"
+  echo "cudaMemcpy device-to-device bandwidth."
 
   step "device"
   # Only informative: the suites and the benchmark ask the CUDA runtime themselves, and fail (a skipped
