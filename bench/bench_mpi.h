@@ -5,6 +5,7 @@
 #define RINGO_BENCH_MPI_H_
 
 #include <limits.h>
+#include <sched.h>
 
 #include "bench.h"
 
@@ -71,6 +72,20 @@ static void mpi_coll_checked(const struct bench* b, const struct row* w, int inp
   snprintf(what, sizeof what, "MPI's %s of %zu bytes (%s, %s)", coll_names[b->o->coll], w->bytes,
            type_names[w->type], inplace ? "in-place" : "out-of-place");
   mpi_die(what, err);
+}
+
+/* A barrier whose waiters yield the CPU instead of spinning. Between a ringo call and an MPI call
+ * (A B A B) each library's stragglers would otherwise share their cores with the other library's
+ * early finishers: Open MPI's spinning waiters steal the CPU from ringo's stragglers, ringo's
+ * yielding ones give it to MPI's — a bias against ringo whenever ranks outnumber cores. */
+static void mpi_quiet_barrier(void) {
+  MPI_Request req;
+  MB_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+  for (int done = 0;;) {
+    MB_CHECK(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    sched_yield();
+  }
 }
 #endif /* RINGO_HAVE_MPI */
 

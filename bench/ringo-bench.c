@@ -297,6 +297,9 @@ static void coll_checked(const struct bench* b, const struct row* w, int inplace
 
 /* One call of ringo's collective (mpi = 0) or of MPI's (mpi = 1); returns its seconds. */
 static double timed_call(const struct bench* b, const struct row* w, int inplace, int mpi) {
+#ifdef RINGO_HAVE_MPI
+  if (w->mpi && !getenv("RINGO_BENCH_NO_QUIET_BARRIER")) mpi_quiet_barrier(); /* untimed: see bench_mpi.h */
+#endif
   double t0 = now_s();
   if (!mpi) coll_checked(b, w, inplace);
 #ifdef RINGO_HAVE_MPI
