@@ -148,7 +148,7 @@ run_suites() {
 # run_nccl_device SHARE: each NCCL_DEVICE_RUNS count in turn, within SHARE seconds, every later run left at least
 # 10 s. Outside MPS, as the single process it is. Exit 2 (no CUDA device) is a problem here too.
 run_nccl_device() {
-  local share=$1 prog=$BUILD/test/nccl_device_program later=${#NCCL_DEVICE_RUNS[@]} t0=$SECONDS n cap rc
+  local share=$1 prog=$BUILD/test/nccl_device_program later=${#NCCL_DEVICE_RUNS[@]} t0=$SECONDS n cap
   [ -x "$prog" ] || return 0 # build_all reported it
   mkdir -p "$LOG_ABS/mps/none"
   for n in "${NCCL_DEVICE_RUNS[@]}"; do
@@ -158,14 +158,18 @@ run_nccl_device() {
     cap=$((cap < 10 ? 10 : cap))
     step "NCCL drop-in on device memory: nccl_device_program $n (at most $cap s)"
     CUDA_MPS_PIPE_DIRECTORY="$LOG_ABS/mps/none" timeout -k 5 "$cap" "$prog" "$n" 2>&1
-    rc=$?
-    case $rc in
-      0) PASSED+=("nccl_device_program $n") ;;
-      2) problem "nccl_device_program $n: no CUDA device" ;;
-      124 | 137) problem "nccl_device_program $n took over $cap s" ;;
-      *) problem "nccl_device_program $n: exit $rc (a failed check, named in the log)" ;;
-    esac
+    judge_run $? "nccl_device_program $n" "$cap" "a failed check, named in the log"
   done
+}
+
+# judge_run RC NAME CAP WHAT: the verdict on one run of a GPU program (exit 2: it found no GPU).
+judge_run() {
+  case $1 in
+    0) PASSED+=("$2") ;;
+    2) problem "$2: no CUDA device" ;;
+    124 | 137) problem "$2 took over $3 s" ;;
+    *) problem "$2: exit $1 ($4)" ;;
+  esac
 }
 
 # The benchmark runs share BENCH_S (or what the deadline leaves) in proportion to N + 4 (the fixed part is the
@@ -190,12 +194,7 @@ run_bench_all() {
     { echo "## N=$n: ringo-gpu-bench ${args[*]} (exit $rc)"; cat "$LOG/bench_N$n.txt"; perf_line "$n"; echo; } \
       >>"$LOG/table.txt"
     perf_line "$n"
-    case $rc in
-      0) PASSED+=("bench N=$n") ;;
-      2) problem "bench N=$n: no CUDA device" ;;
-      124 | 137) problem "bench N=$n took over $cap s" ;;
-      *) problem "bench N=$n: exit $rc (an error, or a wrong or differing element)" ;;
-    esac
+    judge_run "$rc" "bench N=$n" "$cap" "an error, or a wrong or differing element"
   done
 }
 

@@ -45,8 +45,6 @@ struct ring {
   struct snapshot* snaps;         /* 2N-1: the start, then after every step */
 };
 
-static int prim_sends(enum ringo_prim p) { return p != RINGO_PRIM_RECV && p != RINGO_PRIM_RECV_REDUCE_COPY; }
-static int prim_receives(enum ringo_prim p) { return p != RINGO_PRIM_SEND && p != RINGO_PRIM_COPY_SEND; }
 static int prim_reduces(enum ringo_prim p) {
   return p == RINGO_PRIM_RECV_REDUCE_SEND || p == RINGO_PRIM_RECV_REDUCE_COPY_SEND || p == RINGO_PRIM_RECV_REDUCE_COPY;
 }
@@ -98,7 +96,7 @@ static void send_half(struct ring* r, int t) {
   for (int p = 0; p < r->n; p++) {
     const struct ringo_step st = r->steps[p][t];
     r->msgs[p] = (struct msg){0};
-    if (!prim_sends(st.prim)) continue;
+    if (!ringo_prim_sends(st.prim)) continue;
     r->msgs[p] = (struct msg){.valid = 1, .from = p, .to = ringo_mod(p + 1, r->n), .chunk = st.chunk,
                               .sent = r->hold[p][st.chunk]};
   }
@@ -110,7 +108,7 @@ static int recv_half(struct ring* r, int t) {
   for (int p = 0; p < r->n; p++) {
     const struct ringo_step st = r->steps[p][t];
     struct msg* m = &r->msgs[ringo_mod(p - 1, r->n)];
-    if (prim_receives(st.prim) != m->valid || (m->valid && m->chunk != st.chunk)) {
+    if (ringo_prim_receives(st.prim) != m->valid || (m->valid && m->chunk != st.chunk)) {
       fprintf(stderr, "ringo-trace: schedule mismatch at step %d: r%d expects chunk %d, r%d sent %d\n", t, p,
               st.chunk, m->from, m->valid ? m->chunk : -1);
       return 0;
@@ -279,7 +277,7 @@ static void print_totals(const struct ring* r) {
   for (int p = 0; p < r->n; p++) {
     size_t sent = 0;
     for (int t = 0; t < r->nsteps; t++)
-      if (prim_sends(r->steps[p][t].prim)) sent += chunk_len(r, r->steps[p][t].chunk);
+      if (ringo_prim_sends(r->steps[p][t].prim)) sent += chunk_len(r, r->steps[p][t].chunk);
     printf("  r%d sent %zu elements\n", p, sent);
   }
   if (r->count % (size_t)r->n) printf("  (the law is exact when N divides the count; here the chunks differ by one)\n");

@@ -221,8 +221,7 @@ __host__ __device__ int run_channel(const ringo_dev_ring& d, int c, unsigned nth
       const uint64_t first = j * d.slice_elems;
       if (first >= g.len) continue; /* both ends of the link skip the same empty slice */
       const size_t n = (size_t)(g.len - first < d.slice_elems ? g.len - first : d.slice_elems);
-      const bool receives = st.prim != RINGO_PRIM_SEND && st.prim != RINGO_PRIM_COPY_SEND;
-      const bool sends = st.prim != RINGO_PRIM_RECV && st.prim != RINGO_PRIM_RECV_REDUCE_COPY;
+      const bool receives = ringo_prim_receives(st.prim), sends = ringo_prim_sends(st.prim);
       const int err = block_wait(x, receives, sends);
       if (err != RINGO_DEV_OK) {
         block_fail(x, err);

@@ -108,8 +108,7 @@ static ringoResult_t run_prim(const struct ringo_op* op, enum ringo_prim prim, c
                               size_t n) {
   const ringoComm_t comm = op->comm;
   const size_t bytes = n * ringo_type_size(op->type);
-  const int receives = prim != RINGO_PRIM_SEND && prim != RINGO_PRIM_COPY_SEND;
-  const int sends = prim != RINGO_PRIM_RECV && prim != RINGO_PRIM_RECV_REDUCE_COPY;
+  const int receives = ringo_prim_receives(prim), sends = ringo_prim_sends(prim);
   const ringoRedOp_t partial = op->op == ringoAvg ? ringoSum : op->op;
   const void* rslot = NULL;
   void* sslot = NULL;
@@ -185,8 +184,7 @@ static void run_single(const struct ringo_op* op) {
 static void trace_slice(const struct ringo_op* op, int t, const struct ringo_step* st, size_t round, size_t bytes,
                         double t0) {
   const ringoComm_t comm = op->comm;
-  const int receives = st->prim != RINGO_PRIM_SEND && st->prim != RINGO_PRIM_COPY_SEND;
-  const int sends = st->prim != RINGO_PRIM_RECV && st->prim != RINGO_PRIM_RECV_REDUCE_COPY;
+  const int receives = ringo_prim_receives(st->prim), sends = ringo_prim_sends(st->prim);
   const struct ringo_trace_event ev = {
       .coll = op->coll, .prim = st->prim, .seq = atomic_load_explicit(&comm->collectives, memory_order_relaxed),
       .step = t, .chunk = st->chunk,
@@ -253,7 +251,7 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
   /* A rank whose last step only sends (the head of a broadcast or reduce chain) waits until the
    * next rank has taken everything, so it sees the error if that rank refused the data. */
   const enum ringo_prim last = steps[nsteps - 1].prim;
-  if (rounds > 0 && last != RINGO_PRIM_RECV && last != RINGO_PRIM_RECV_REDUCE_COPY)
+  if (rounds > 0 && ringo_prim_sends(last))
     RINGO_CHECK(comm->send.tp->flush(comm->send.link));
   return ringoSuccess;
 }

@@ -118,8 +118,6 @@ ringoResult_t ringo_device_select(int dev) {
 /* Round 1: is there a device, which, and how many channels it can hold for the ranks it serves
  * (all of them resident at once: they wait for each other). */
 static ringoResult_t probe(ringoComm_t comm, struct ringo_device* d, struct dev_probe* mine) {
-  if (!comm->env.cuda_enable) return ringo_fail(ringoInvalidUsage, "RINGO_CUDA=0");
-  if (!have_devices()) return ringo_fail(ringoUnhandledCudaError, "no CUDA device in this process");
   CU_CHECK(cudaGetDevice(&d->dev), "cudaGetDevice");
   mine->dev = comm->cuda_dev = d->dev;
   int sms = 0, per_sm = 0;
@@ -238,8 +236,11 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   d->timeout_s = comm->env.timeout_s;
   const int n = comm->nranks, me = comm->rank, next = comm->ring[(comm->pos + 1) % n];
   struct dev_probe pmine = {.pid = (int32_t)getpid(), .dev = -1, .nonce = process_nonce()};
-  pmine.ok = probe(comm, d, &pmine) == ringoSuccess;
-  if (!pmine.ok) snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
+  /* No GPU, or RINGO_CUDA=0, is the normal case of a host-only job: noted, never warned about. */
+  if (!comm->env.cuda_enable) snprintf(d->why, sizeof d->why, "rank %d: RINGO_CUDA=0", me);
+  else if (!have_devices()) snprintf(d->why, sizeof d->why, "rank %d: no CUDA device in this process", me);
+  else if (!(pmine.ok = probe(comm, d, &pmine) == ringoSuccess))
+    snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
   (void)cudaGetLastError();
   if (n == 1) {
     d->usable = pmine.ok;
@@ -360,8 +361,8 @@ static void count_bytes(ringoComm_t comm, const struct ringo_dev_ring* r, size_t
   for (int t = 0; t < r->nsteps; t++) {
     const int prim = r->step[t].prim;
     const uint64_t bytes = r->chunk[r->step[t].chunk].len * esize;
-    if (prim != RINGO_PRIM_RECV && prim != RINGO_PRIM_RECV_REDUCE_COPY) sent += bytes;
-    if (prim != RINGO_PRIM_SEND && prim != RINGO_PRIM_COPY_SEND) received += bytes;
+    if (ringo_prim_sends(prim)) sent += bytes;
+    if (ringo_prim_receives(prim)) received += bytes;
   }
   atomic_fetch_add_explicit(&comm->bytes_sent, sent, memory_order_relaxed);
   atomic_fetch_add_explicit(&comm->bytes_received, received, memory_order_relaxed);

@@ -22,6 +22,20 @@ enum ringo_coll {
   RINGO_COLL_BROADCAST, RINGO_COLL_REDUCE
 };
 
+/* Whether a primitive takes a slice from the previous rank, and whether it passes one to the next:
+ * the one definition the host engine, the ring kernel, the counters and the tools all use. */
+#ifdef __CUDACC__
+#define RINGO_HOST_DEVICE __host__ __device__
+#else
+#define RINGO_HOST_DEVICE
+#endif
+static inline RINGO_HOST_DEVICE int ringo_prim_receives(int prim) {
+  return prim != RINGO_PRIM_SEND && prim != RINGO_PRIM_COPY_SEND;
+}
+static inline RINGO_HOST_DEVICE int ringo_prim_sends(int prim) {
+  return prim != RINGO_PRIM_RECV && prim != RINGO_PRIM_RECV_REDUCE_COPY;
+}
+
 struct ringo_step {
   enum ringo_prim prim;
   int chunk;  /* chunk this step handles (always 0 for broadcast and reduce) */
