@@ -1,7 +1,6 @@
 /* p2p.c — ringoSend / ringoRecv: messages between any two ranks over links made on first use, and
  * the engine that progresses every send and receive of a group together so no pattern deadlocks.
  * Tested by test/test_p2p.cc (and through the NCCL shim by test/test_nccl_program.cc). */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -305,8 +304,7 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n) {
     if (idle++ == 0) stall_start = now;
     if (atomic_load_explicit(&comm->abort_flag, memory_order_relaxed)) return stalled(comm, tasks, n, 1);
     if (now - stall_start > comm->env.timeout_s) return stalled(comm, tasks, n, 0);
-    if (idle < P2P_YIELDS) sched_yield();
-    else nanosleep(&nap, NULL);
+    if (idle >= P2P_YIELDS || !ringo_yield()) nanosleep(&nap, NULL);
   }
   return ringoSuccess;
 }

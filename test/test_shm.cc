@@ -11,6 +11,8 @@ extern "C" {
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -330,6 +332,43 @@ TEST(Shm, OversubscribedRingOfEightFinishesQuickly) {
   // about 2000 x 5 ms = 10 s, so 8 s separates starvation from a machine that is merely busy.
   EXPECT_LT(dt, 8.0) << "oversubscribed ranks starved each other";
   for (pid_t p : pids) EXPECT_EQ(0, count_segments(p));
+}
+
+// ---- yielding to a stranger ----
+// A busy loop sharing a waiter's core keeps the core for a whole scheduler slice at every
+// yield; a waiter that sleeps on the futex instead is woken by the post and runs at once. One
+// busy process on a rank's core made a 2-rank all-reduce 26x slower before ringo_yield learned
+// to notice. Here the stranger and this thread share one CPU: ringo_yield must decline within a
+// few calls, stay declined for the backoff, then probe again (and yield once the core is free).
+TEST(Shm, WaiterStopsYieldingToABusyLoopOnItsCore) {
+  cpu_set_t old_set, one;
+  ASSERT_EQ(0, pthread_getaffinity_np(pthread_self(), sizeof old_set, &old_set));
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(0, pthread_setaffinity_np(pthread_self(), sizeof one, &one));
+  std::atomic<bool> stop{false}, spinning{false};
+  std::thread stranger([&] {
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    spinning = true;
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  while (!spinning) std::this_thread::yield();
+  int calls = 0;
+  while (calls < 200 && ringo_yield() == 1) calls++;
+  const double declined_at = now_s();
+  const bool declined = calls < 200;
+  int declined_calls = 0;  // calls answered 0 before the backoff ran out
+  while (ringo_yield() == 0 && now_s() - declined_at < 5.0) declined_calls++;
+  const double declined_for = now_s() - declined_at;
+  stop = true;
+  stranger.join();
+  pthread_setaffinity_np(pthread_self(), sizeof old_set, &old_set);
+  ASSERT_TRUE(declined) << "200 yields to a busy loop on the same core and ringo_yield still yields";
+  EXPECT_GE(calls, 2) << "one slow yield is noise; it takes two close together to stop yielding";
+  EXPECT_GT(declined_calls, 0);
+  EXPECT_GE(declined_for, RINGO_YIELD_BACKOFF_S * 0.9) << "declined for less than the backoff";
+  EXPECT_LT(declined_for, 5.0) << "never probed again after the backoff";
 }
 
 // ---- waits that must end without the peer ----

@@ -85,6 +85,18 @@ void ringo_env_read(struct ringo_env* env);
 /* Monotonic clock in seconds. */
 double ringo_now(void);
 
+/* Gives the CPU away briefly while a waiter has nothing to do; returns 1 if it did, 0 if the
+ * caller should block (futex, nap) instead. A yield is cheap when the other runnable threads
+ * are ranks about to hand work back, but a CPU-bound stranger on the same core keeps it for a
+ * whole scheduler slice (ms) — measured: 26x slower all-reduce with one busy loop on a rank's
+ * core, where a blocked waiter is woken (and preempts) at once. So two yields slower than
+ * RINGO_YIELD_SLOW_S within RINGO_YIELD_SLOW_WINDOW_S switch this thread to blocking for
+ * RINGO_YIELD_BACKOFF_S, after which yields probe again. */
+#define RINGO_YIELD_SLOW_S 1e-3
+#define RINGO_YIELD_SLOW_WINDOW_S 20e-3
+#define RINGO_YIELD_BACKOFF_S 50e-3
+int ringo_yield(void);
+
 /* Element size of a datatype, 0 for an invalid one. */
 size_t ringo_type_size(ringoDataType_t type);
 const char* ringo_type_name(ringoDataType_t type);

@@ -3,7 +3,6 @@
  * current one is reduced. Built only when mpicc is found. Tested by test/mpi/test_mpi_ring.cc. */
 #ifdef RINGO_HAVE_MPI
 #include <mpi.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -170,8 +169,7 @@ static ringoResult_t wait_request(struct ringo_link* l, int idx, MPI_Status* sta
       return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s on mpi link %d->%d",
                         l->self_rank, l->timeout_s, l->peer_rank, l->is_recv ? "send data" : "receive a slice",
                         l->is_recv ? l->peer_rank : l->self_rank, l->is_recv ? l->self_rank : l->peer_rank);
-    if (i < l->spin + MPI_YIELDS) sched_yield();
-    else nanosleep(&nap, NULL);
+    if (i >= l->spin + MPI_YIELDS || !ringo_yield()) nanosleep(&nap, NULL);
   }
 }
 

@@ -3,7 +3,6 @@
  * Tested by test/test_shm.cc (make test runs it). */
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -430,7 +429,8 @@ static void shm_discard(const void* info) {
 /* ---- waiting ----
  * The receiver waits for head to move past its tail, the sender for tail to free a slot. A
  * waiter polls `spin` times, then yields the CPU for yield_s (RINGO_YIELD_US) and at least
- * SHM_YIELDS times (ranks may outnumber cores; a slice's wait is usually shorter than that),
+ * SHM_YIELDS times (ranks may outnumber cores; a slice's wait is usually shorter than that) —
+ * unless ringo_yield finds that yielding hands the core to a stranger for a whole slice —
  * then sleeps on the peer's counter word in short futex waits. Before sleeping it raises its
  * flag and re-reads the counter; the peer stores its counter and then reads the flag. All four
  * accesses are sequentially consistent, so they fall in one total order and at least one side
@@ -508,10 +508,7 @@ static ringoResult_t wait_slow(struct ringo_link* l, atomic_uint* word, atomic_u
     if (ready != 0) return ready > 0 ? ringoSuccess : corrupt(l, v);
     double now = ringo_now();
     RINGO_CHECK(check_wait(l, now, start, &next_alive));
-    if (round < SHM_YIELDS || now - start < l->yield_s) {
-      sched_yield();
-      continue;
-    }
+    if ((round < SHM_YIELDS || now - start < l->yield_s) && ringo_yield()) continue;
     atomic_store_explicit(my_flag, 1, memory_order_seq_cst);
     v = atomic_load_explicit(word, memory_order_seq_cst);
     if (peer_ready(l, v) == 0) {
