@@ -120,7 +120,7 @@ static ringoResult_t run_prim(const struct ringo_op* op, enum ringo_prim prim, c
     case RINGO_PRIM_RECV_COPY_SEND: ringo_copy2(out, sslot, rslot, bytes); break;
     case RINGO_PRIM_RECV: ringo_copy2(out, NULL, rslot, bytes); break;
     case RINGO_PRIM_RECV_REDUCE_SEND:
-      RINGO_CHECK(ringo_reduce(sslot, NULL, rslot, in, n, op->type, partial, 1));
+      RINGO_CHECK(ringo_reduce(NULL, sslot, rslot, in, n, op->type, partial, 1));
       break;
     case RINGO_PRIM_RECV_REDUCE_COPY_SEND:
       RINGO_CHECK(ringo_reduce(out, sslot, rslot, in, n, op->type, op->op, comm->nranks));

@@ -535,7 +535,8 @@ void check_result(ringoDataType_t type, const Pools& p, const uint8_t* got, size
   }
 }
 
-enum Layout { kOutOfPlace, kInPlaceA, kInPlaceB };
+// kSendOnly: no dst, the result only goes to dst2 (a ring step that reduces into the send slot).
+enum Layout { kOutOfPlace, kInPlaceA, kInPlaceB, kSendOnly };
 
 // One call of ringo_reduce in one layout; checks dst, dst2 and the guards.
 void run_case(ringoDataType_t type, ringoRedOp_t op, int divisor, const Pools& p, size_t count,
@@ -545,26 +546,34 @@ void run_case(ringoDataType_t type, ringoRedOp_t op, int divisor, const Pools& p
       out2(count, es, misalign);
   a.fill(p.a);
   b.fill(p.b);
-  void* dst = layout == kInPlaceA ? a.data() : layout == kInPlaceB ? b.data() : out.data();
+  if (layout == kSendOnly) with_dst2 = true;
+  void* dst = layout == kInPlaceA   ? a.data()
+              : layout == kInPlaceB ? b.data()
+              : layout == kSendOnly ? nullptr
+                                    : out.data();
   const std::string what = std::string(ringo_type_name(type)) + " " + ringo_op_name(op) + " count " +
                            std::to_string(count) + " divisor " + std::to_string(divisor) +
                            (layout == kInPlaceA   ? " dst==a"
                             : layout == kInPlaceB ? " dst==b"
+                            : layout == kSendOnly ? " dst NULL"
                                                   : " dst!=a,b") +
                            (misalign ? " misaligned" : " aligned") + (with_dst2 ? " +dst2" : "");
   ASSERT_EQ(
       ringo_reduce(dst, with_dst2 ? out2.data() : nullptr, a.data(), b.data(), count, type, op, divisor),
       ringoSuccess)
       << what;
-  check_result(type, p, (const uint8_t*)dst, count, what.c_str());
-  if (with_dst2) {
+  check_result(type, p, (const uint8_t*)(dst != nullptr ? dst : out2.data()), count, what.c_str());
+  if (layout == kSendOnly) {
+    EXPECT_TRUE(out2.guards_intact()) << what << ": wrote outside dst2";
+    EXPECT_EQ(out.mem, std::vector<uint8_t>(out.mem.size(), Buffer::kGuard)) << what;
+  } else if (with_dst2) {
     EXPECT_EQ(memcmp(out2.data(), dst, count * es), 0) << what << ": dst2 differs from dst";
     EXPECT_TRUE(out2.guards_intact()) << what << ": wrote outside dst2";
   } else {
     EXPECT_EQ(out2.mem, std::vector<uint8_t>(out2.mem.size(), Buffer::kGuard)) << what;
   }
   EXPECT_TRUE(a.guards_intact() && b.guards_intact() && out.guards_intact()) << what;
-  if (layout != kOutOfPlace) {  // the untouched buffer is still all guard bytes
+  if (layout == kInPlaceA || layout == kInPlaceB) {  // the untouched buffer is still all guard bytes
     EXPECT_EQ(out.mem, std::vector<uint8_t>(out.mem.size(), Buffer::kGuard)) << what;
   }
 }
@@ -582,7 +591,9 @@ TEST_P(ReduceOps, MatchesReference) {
   const auto op = (ringoRedOp_t)std::get<1>(GetParam());
   const std::vector<int> divisors =
       op == ringoAvg ? std::vector<int>{1, 2, 3, 7, 200} : std::vector<int>{1};
-  const size_t small_counts[] = {0, 1, 2, 3, 7, 15, 16, 17, 33, 64, 511, 512, 513, 1025, 4099 * 3 + 5};
+  // The last count spans several of ringo_reduce's 16 KiB blocks (dst2 is filled block by block)
+  // for every element size, with a partial block at the end.
+  const size_t small_counts[] = {0, 1, 2, 3, 7, 15, 16, 17, 33, 64, 511, 512, 513, 1025, 4099 * 3 + 5, 40963};
   for (int divisor : divisors) {
     const Pools p = make_pools(type, op, divisor);
     for (int isa = 0; isa <= 2; isa++) {
@@ -590,7 +601,7 @@ TEST_P(ReduceOps, MatchesReference) {
       if (got_isa != isa) continue;  // the CPU lacks it; the lower level already ran
       SCOPED_TRACE("loop variant " + std::to_string(isa));
       for (size_t count : small_counts)
-        for (Layout layout : {kOutOfPlace, kInPlaceA, kInPlaceB})
+        for (Layout layout : {kOutOfPlace, kInPlaceA, kInPlaceB, kSendOnly})
           for (bool misalign : {false, true})
             for (bool dst2 : {false, true}) {
               run_case(type, op, divisor, p, count, layout, misalign, dst2);
@@ -599,10 +610,11 @@ TEST_P(ReduceOps, MatchesReference) {
     }
     ringo_reduce_limit_isa(-1);
     if (divisor != 1 && divisor != 3) continue;
-    // The long run, on the best variant, in three layouts.
+    // The long run, on the best variant, in four layouts.
     run_case(type, op, divisor, p, 1000003, kOutOfPlace, false, true);
     run_case(type, op, divisor, p, 1000003, kInPlaceA, true, false);
     run_case(type, op, divisor, p, 1000003, kInPlaceB, false, true);
+    run_case(type, op, divisor, p, 1000003, kSendOnly, true, true);
   }
 }
 

@@ -8,7 +8,9 @@
 #include "ringo.h"
 
 /* dst[i] = op(a[i], b[i]) for i < count; when dst2 is not NULL, dst2[i] gets the same value
- * (one read of a and b, two writes). For ringoAvg the result is (a + b) / divisor, computed as
+ * (one read of a and b). dst2 is meant for a peer's FIFO slot: it is filled by memcpy from each
+ * L1-sized block of the result, which writes lines the peer holds without fetching them first.
+ * dst may be NULL when dst2 is not (the result is only sent on). For ringoAvg the result is (a + b) / divisor, computed as
  * a sum and then divided (integer division for integer types); callers pass ringoSum for the
  * partial steps and ringoAvg with divisor = nranks only where the final value is produced.
  * dst may alias a or b exactly (in-place), but no buffers may partly overlap. Returns
