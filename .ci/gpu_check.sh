@@ -13,6 +13,9 @@ JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 # The GPU suites: the reduce-copy kernels, the ring kernel, the device-pointer collectives (InitAll N = 2, 4, 8
 # on one GPU) and the multi-process CUDA IPC path (test_device; RINGO_TEST_MPS=1 tells it MPS is on).
 GPU_SUITES=(test_cuda_kernels test_cuda_ring test_device)
+# With MPI: device collectives whose ring leaves the (fake) host, staged through host memory
+# (test/mpi/test_mpi_staged.cc, under mpirun by run_tests.sh).
+if command -v mpicc >/dev/null 2>&1; then GPU_SUITES+=(mpi/test_mpi_staged); else NO_MPI=1; fi
 # test/nccl/nccl_device_program.c: an NCCL program on device buffers, linked against ringo's libnccl.so.2, run
 # with each of these rank counts (all ranks on GPU 0, driven from one thread) for at most NCCL_DEVICE_S each.
 NCCL_DEVICE_RUNS=(2 4)
@@ -216,6 +219,7 @@ main() {
   echo "then ringo-gpu-bench with N = 2, 4, 8 ranks on GPU 0 (${BENCH_ARGS[*]}) beside the GPU's measured"
   echo "cudaMemcpy device-to-device bandwidth."
 
+  [ "${NO_MPI:-0}" -eq 1 ] && echo "gpu-check: mpicc not found: device collectives across hosts (staged) are not run"
   step "device"
   # Only informative: the suites and the benchmark ask the CUDA runtime themselves, and fail (a skipped
   # test, "no CUDA device") when it has no device.

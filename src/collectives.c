@@ -256,6 +256,28 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
   return ringoSuccess;
 }
 
+/* The host engine on op as given (its seq already taken). */
+static ringoResult_t run_host(const struct ringo_op* op) {
+  if (op->comm->nranks == 1) {
+    run_single(op);
+    return ringoSuccess;
+  }
+  if (op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) return run_naive(op);
+  return run_ring(op);
+}
+
+ringoResult_t ringo_coll_run_staged(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  atomic_fetch_add(&comm->inflight, 1);
+  ringoResult_t res = atomic_load(&comm->error); /* after a failure the FIFOs are out of step: run nothing */
+  if (res == ringoSuccess) {
+    res = run_host(op);
+    if (res != ringoSuccess) ringo_comm_fail(comm, res);
+  }
+  atomic_fetch_sub(&comm->inflight, 1);
+  return res;
+}
+
 ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
   struct ringo_op op = *in_op;
   const ringoComm_t comm = op.comm;
@@ -273,9 +295,10 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
     res = ringo_device_launch(&op);
     if (res == ringoSuccess && !op.defer_join) res = ringo_device_join(&op);
   }
-  else if (comm->nranks == 1) run_single(&op);
-  else if (comm->algo_naive && op.coll == RINGO_COLL_ALLREDUCE) res = run_naive(&op);
-  else res = run_ring(&op);
+  else {
+    ringo_device_quiesce(comm); /* staged device collectives drive the same links from CUDA's thread */
+    res = run_host(&op);
+  }
   if (res == ringoSuccess) {
     atomic_fetch_add_explicit(&comm->collectives, 1, memory_order_relaxed);
   } else {

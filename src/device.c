@@ -1,11 +1,13 @@
 /* device.c — the CUDA path of the public API: tells device buffers from host ones, gives a communicator
  * bound to a GPU its device FIFO region (exchanged at init: the pointer within a process, a CUDA IPC
- * handle across processes) and enqueues the ring kernel (cuda/ring.cu) on the caller's stream.
+ * handle across processes) and enqueues the ring kernel (cuda/ring.cu) on the caller's stream; a ring
+ * that leaves the host is staged through pinned host memory instead (staged.c).
  * Tested on a GPU by test/test_device.cc; without one, by the CPU emulation (test/test_cuda_ring.cc). */
 #include "device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +16,8 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_ring.h"
+#include "staged.h"
+#include "transport.h"
 
 #define DEV_NSLOTS 4
 #define DEV_FREE_POLL_NS 1000000L /* teardown: how often to ask whether ringo's stream is idle */
@@ -34,6 +38,8 @@ struct ringo_device {
   int32_t* abort_dev;
   cudaStream_t stream;    /* ringo's own: kernels of ranks sharing a GPU must never queue behind each other */
   cudaEvent_t ready, done;
+  int staged;             /* the ring leaves the host: collectives go through the host ring (staged.c) */
+  struct ringo_stage stage;
   int usable;             /* every rank made its region and reached its next rank's */
   char why[256];          /* why not, when !usable */
 };
@@ -130,11 +136,14 @@ static ringoResult_t probe(ringoComm_t comm, struct ringo_device* d, struct dev_
 
 /* Round 2: this rank's region for the agreed channel count, and its handle. */
 static ringoResult_t alloc_own(struct ringo_device* d, struct dev_region* mine) {
-  const size_t bytes = ringo_dev_region_bytes(d->nchannels, DEV_NSLOTS, d->slot_bytes);
-  CU_CHECK(cudaMalloc((void**)&d->region, bytes), "cudaMalloc of the device FIFO region");
-  CU_CHECK(cudaMemset(d->region, 0, bytes), "cudaMemset of the device FIFO region");
-  CU_CHECK(cudaMalloc((void**)&d->counters, 2 * sizeof(uint64_t) * (size_t)d->nchannels), "cudaMalloc of counters");
-  CU_CHECK(cudaMemset(d->counters, 0, 2 * sizeof(uint64_t) * (size_t)d->nchannels), "cudaMemset of counters");
+  if (!d->staged) { /* a staged ring has no device FIFOs */
+    const size_t bytes = ringo_dev_region_bytes(d->nchannels, DEV_NSLOTS, d->slot_bytes);
+    CU_CHECK(cudaMalloc((void**)&d->region, bytes), "cudaMalloc of the device FIFO region");
+    CU_CHECK(cudaMemset(d->region, 0, bytes), "cudaMemset of the device FIFO region");
+    CU_CHECK(cudaMalloc((void**)&d->counters, 2 * sizeof(uint64_t) * (size_t)d->nchannels), "cudaMalloc of counters");
+    CU_CHECK(cudaMemset(d->counters, 0, 2 * sizeof(uint64_t) * (size_t)d->nchannels), "cudaMemset of counters");
+    CU_CHECK(cudaIpcGetMemHandle(&mine->handle, d->region), "cudaIpcGetMemHandle");
+  }
   CU_CHECK(cudaHostAlloc((void**)&d->error_host, 2 * sizeof(int32_t), cudaHostAllocMapped), "cudaHostAlloc");
   d->abort_host = d->error_host + 1;
   d->error_host[0] = d->abort_host[0] = 0;
@@ -143,17 +152,14 @@ static ringoResult_t alloc_own(struct ringo_device* d, struct dev_region* mine) 
   CU_CHECK(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   CU_CHECK(cudaEventCreateWithFlags(&d->ready, cudaEventDisableTiming), "cudaEventCreate");
   CU_CHECK(cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming), "cudaEventCreate");
-  CU_CHECK(cudaIpcGetMemHandle(&mine->handle, d->region), "cudaIpcGetMemHandle");
   CU_CHECK(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the memsets"); /* zeroed before any peer sees it */
   mine->ptr = (uint64_t)(uintptr_t)d->region;
   return ringoSuccess;
 }
 
 /* Round 3: the next rank's region: its pointer when it lives in this process, else its handle. */
-static ringoResult_t open_next(struct ringo_device* d, const struct dev_probe* next, const struct dev_region* region,
-                               int same_host) {
-  if (!same_host) return ringo_fail(ringoInvalidUsage, "the next rank is on another host: device memory across hosts "
-                                    "(MPI staging) is not implemented yet");
+static ringoResult_t open_next(struct ringo_device* d, const struct dev_probe* next, const struct dev_region* region) {
+  if (d->staged) return ringoSuccess;
   if (next->pid == (int32_t)getpid() && next->nonce == process_nonce()) {
     if (next->dev != d->dev) {
       int can = 0;
@@ -171,6 +177,51 @@ static ringoResult_t open_next(struct ringo_device* d, const struct dev_probe* n
            "cudaIpcOpenMemHandle of the next rank's FIFO region");
   d->next_opened = 1;
   return ringoSuccess;
+}
+
+/* ---- staging (staged.c) on ringo's stream ---- */
+static ringoResult_t stage_to_host(void* ctx, void* host, const void* dev, size_t bytes) {
+  struct ringo_device* d = ctx;
+  CU_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, d->stream), "cudaMemcpyAsync to the staging buffer");
+  return ringoSuccess;
+}
+static ringoResult_t stage_to_device(void* ctx, void* dev, const void* host, size_t bytes) {
+  struct ringo_device* d = ctx;
+  CU_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, d->stream), "cudaMemcpyAsync from the staging buffer");
+  return ringoSuccess;
+}
+static ringoResult_t stage_host_fn(void* ctx, void (*fn)(void*), void* arg) {
+  struct ringo_device* d = ctx;
+  CU_CHECK(cudaLaunchHostFunc(d->stream, fn, arg), "cudaLaunchHostFunc");
+  return ringoSuccess;
+}
+static ringoResult_t stage_alloc(void* ctx, void** p, size_t bytes) {
+  (void)ctx;
+  CU_CHECK(cudaHostAlloc(p, bytes, cudaHostAllocDefault), "cudaHostAlloc of a staging buffer");
+  return ringoSuccess;
+}
+static void stage_free(void* ctx, void* p) {
+  (void)ctx;
+  (void)cudaFreeHost(p);
+}
+static ringoResult_t stage_drain(void* ctx) {
+  struct ringo_device* d = ctx;
+  CU_CHECK(cudaStreamSynchronize(d->stream), "cudaStreamSynchronize of ringo's stream");
+  return ringoSuccess;
+}
+static struct ringo_stage_ops stage_ops(struct ringo_device* d) {
+  return (struct ringo_stage_ops){d, stage_to_host, stage_to_device, stage_host_fn, stage_alloc, stage_free, stage_drain};
+}
+
+void ringo_device_quiesce(ringoComm_t comm) {
+  struct ringo_device* d = comm->device;
+  if (d && d->staged && atomic_load_explicit(&d->stage.pending, memory_order_acquire) > 0) {
+    const int old = ringo_device_current();
+    if (old != d->dev) (void)cudaSetDevice(d->dev);
+    (void)cudaStreamSynchronize(d->stream); /* an error there is the staged run's, and already recorded */
+    (void)cudaGetLastError();
+    if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
+  }
 }
 
 /* ringo's stream may wait on a caller's event that never completes; teardown then gives up after
@@ -202,6 +253,8 @@ void ringo_device_free(ringoComm_t comm) {
     free(d);
     return;
   }
+  const struct ringo_stage_ops ops = stage_ops(d);
+  ringo_staged_free(&d->stage, &ops);
   if (d->next_opened) (void)cudaIpcCloseMemHandle(d->next_region);
   if (d->region) (void)cudaFree(d->region);
   if (d->counters) (void)cudaFree(d->counters);
@@ -212,6 +265,13 @@ void ringo_device_free(ringoComm_t comm) {
   (void)cudaGetLastError();
   if (old >= 0) (void)cudaSetDevice(old);
   free(d);
+}
+
+/* Whether any link of the ring joins two hosts: then no device FIFO can reach the next rank. */
+static int ring_leaves_host(const ringoComm_t comm) {
+  for (int p = 0; p < comm->nranks; p++)
+    if (strcmp(comm->info[comm->ring[p]].host, comm->info[comm->ring[(p + 1) % comm->nranks]].host) != 0) return 1;
+  return 0;
 }
 
 /* Agreement over an allgather: every rank's flag, all must be set. */
@@ -241,6 +301,14 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   else if (!have_devices()) snprintf(d->why, sizeof d->why, "rank %d: no CUDA device in this process", me);
   else if (!(pmine.ok = probe(comm, d, &pmine) == ringoSuccess))
     snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
+  d->staged = ring_leaves_host(comm);
+#ifdef RINGO_HAVE_MPI
+  if (pmine.ok && d->staged && !ringo_mpi_links_thread_safe()) {
+    pmine.ok = 0;
+    snprintf(d->why, sizeof d->why, "rank %d: the ring leaves the host, and device collectives across hosts run the "
+             "host ring from CUDA's host-function thread: initialise MPI with MPI_THREAD_MULTIPLE", me);
+  }
+#endif
   (void)cudaGetLastError();
   if (n == 1) {
     d->usable = pmine.ok;
@@ -265,6 +333,14 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
     for (int q = 0; q < n; q++)
       sharing += probes[q].dev == probes[r].dev && strcmp(comm->info[q].host, comm->info[r].host) == 0;
     if (probes[r].nchannels / sharing < d->nchannels) d->nchannels = probes[r].nchannels / sharing;
+    if (d->staged && r != me && probes[r].pid == pmine.pid && probes[r].nonce == pmine.nonce) {
+      /* Host functions of one process may run one at a time: two ranks' staged runs would wait for
+       * each other. */
+      all_ok = 0;
+      snprintf(d->why, sizeof d->why, "ranks %d and %d share a process, and a device ring across hosts needs one "
+               "rank per process", me, r);
+      break;
+    }
     if (r != me) continue;
     for (int q = 0; q < n; q++) d->local_ranks += probes[q].dev == d->dev && probes[q].pid == pmine.pid &&
                                                   probes[q].nonce == pmine.nonce;
@@ -272,7 +348,7 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   if (all_ok && d->nchannels < 1) {
     all_ok = 0;
     snprintf(d->why, sizeof d->why, "too many ranks share one GPU for their ring kernels to be resident at once");
-  } else if (!all_ok && pmine.ok && res == ringoSuccess) {
+  } else if (!all_ok && pmine.ok && res == ringoSuccess && d->why[0] == '\0') {
     snprintf(d->why, sizeof d->why, "rank %d has no device path (no GPU, or its setup failed)", who);
   }
   struct dev_region rmine = {0};
@@ -283,8 +359,7 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   if (res == ringoSuccess) res = rv->allgather(rv->ctx, &rmine, sizeof rmine, regions);
   int32_t linked = 0;
   if (res == ringoSuccess && all_ok && rmine.ok && regions[next].ok) {
-    const int same_host = strcmp(comm->info[next].host, comm->info[me].host) == 0;
-    linked = open_next(d, &probes[next], &regions[next], same_host) == ringoSuccess;
+    linked = open_next(d, &probes[next], &regions[next]) == ringoSuccess;
     if (!linked) snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
   }
   if (res == ringoSuccess) res = rv->allgather(rv->ctx, &linked, sizeof linked, flags);
@@ -295,7 +370,10 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   free(probes);
   free(regions);
   free(flags);
-  if (d->usable)
+  if (d->usable && d->staged)
+    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, staged through host memory (the ring leaves the "
+               "host)", me, d->dev);
+  else if (d->usable)
     RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, %d channels x %d slots x %zu bytes", me, d->dev,
                d->nchannels, DEV_NSLOTS, d->slot_bytes);
   else
@@ -379,6 +457,14 @@ static ringoResult_t launch(const struct ringo_op* op) {
                "cudaMemcpyAsync");
     return ringoSuccess;
   }
+  if (d->staged) { /* after the caller's earlier work, like the kernel; the host ring counts its own bytes */
+    CU_CHECK(cudaEventRecord(d->ready, (cudaStream_t)op->stream), "cudaEventRecord on the caller's stream");
+    CU_CHECK(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
+    const struct ringo_stage_ops ops = stage_ops(d);
+    RINGO_CHECK(ringo_staged_launch(op, &d->stage, &ops));
+    CU_CHECK(cudaEventRecord(d->done, d->stream), "cudaEventRecord");
+    return ringoSuccess;
+  }
   struct ringo_dev_ring r;
   const struct ringo_dev_coll c = {(int)op->coll, op->type, op->op, op->count, comm->nranks, comm->pos,
                                    comm->pos_of[op->root], comm->ring, op->sendbuff, op->recvbuff,
@@ -440,6 +526,7 @@ ringoResult_t ringo_device_async_error(ringoComm_t comm) {
   return ringoSuccess;
 }
 void ringo_device_abort(ringoComm_t comm) { (void)comm; }
+void ringo_device_quiesce(ringoComm_t comm) { (void)comm; }
 ringoResult_t ringo_device_check(const struct ringo_op* op, ringoStream_t stream, int grouped, const char* name) {
   (void)stream, (void)grouped;
   return ringo_fail(ringoInvalidUsage, "%s: rank %d: device buffers need ringo's CUDA path; this build has none", name,

@@ -124,6 +124,9 @@ ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const 
 /* Runs one collective to completion on the calling thread and records any error in the
  * communicator (collectives.c). */
 ringoResult_t ringo_coll_run(const struct ringo_op* op);
+/* The host ring on op as given (its seq taken at launch), from a staged device collective's host
+ * function (staged.c): a failure puts the communicator in error; nothing runs once it is. */
+ringoResult_t ringo_coll_run_staged(const struct ringo_op* op);
 
 /* Point-to-point (p2p.c): the mailbox made at init through rv; then n sends and receives of comm
  * progressed together to completion (one call outside a group, a group's batch at ringoGroupEnd);

@@ -33,6 +33,9 @@ ringoResult_t ringo_device_launch(const struct ringo_op* op);
 ringoResult_t ringo_device_join(const struct ringo_op* op);
 /* The error a ring kernel of comm left (and puts comm in error), or ringoSuccess. Cheap. */
 ringoResult_t ringo_device_async_error(ringoComm_t comm);
+/* Before a host collective: waits for comm's staged device collectives (their host runs use the
+ * same links from CUDA's thread). Nothing to do for a ring that stays on the host. */
+void ringo_device_quiesce(ringoComm_t comm);
 /* Makes every running ring kernel of comm give up its waits (ringoCommAbort). */
 void ringo_device_abort(ringoComm_t comm);
 

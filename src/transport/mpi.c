@@ -58,6 +58,11 @@ ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** out) {
   return ringoSuccess;
 }
 
+int ringo_mpi_links_thread_safe(void) {
+  int provided = MPI_THREAD_SINGLE;
+  return MPI_Query_thread(&provided) == MPI_SUCCESS && provided == MPI_THREAD_MULTIPLE;
+}
+
 void ringo_mpi_ctx_free(void* p) {
   struct ringo_mpi_ctx* ctx = p;
   if (!ctx) return;

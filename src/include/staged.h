@@ -1,0 +1,65 @@
+/* staged.h — device collectives whose ring leaves the host: staged through pinned host memory and
+ * run by the host ring (shm and MPI links), in stream order. Tested by test/test_staged.cc. */
+#ifndef RINGO_STAGED_H_
+#define RINGO_STAGED_H_
+
+#include <stddef.h>
+
+#include "ringo.h"
+#include "schedule.h"
+
+#ifdef __cplusplus
+#include <atomic>
+using std::atomic_int; /* so C++ tests can include this header */
+extern "C" {
+#else
+#include <stdatomic.h>
+#endif
+
+struct ringo_op; /* comm.h */
+
+/* How bytes and work reach the stream: device.c gives cudaMemcpyAsync and cudaLaunchHostFunc on
+ * ringo's stream and cudaHostAlloc'd buffers; test_staged.cc gives memcpy on a worker thread. Every
+ * enqueue runs after the ones before it, and the function given to host_fn must not call CUDA. */
+struct ringo_stage_ops {
+  void* ctx;
+  ringoResult_t (*to_host)(void* ctx, void* host, const void* dev, size_t bytes);
+  ringoResult_t (*to_device)(void* ctx, void* dev, const void* host, size_t bytes);
+  ringoResult_t (*host_fn)(void* ctx, void (*fn)(void*), void* arg);
+  ringoResult_t (*host_alloc)(void* ctx, void** p, size_t bytes);
+  void (*host_free)(void* ctx, void* p);
+  ringoResult_t (*drain)(void* ctx); /* waits until everything enqueued has run */
+};
+
+/* One communicator's staging buffers, reused by every staged collective (stream order keeps them
+ * apart) and replaced, after a drain, when a larger one comes. */
+struct ringo_stage {
+  void *in, *out;
+  size_t in_cap, out_cap;
+  atomic_int pending; /* enqueued host runs not finished yet */
+};
+
+/* Bytes rank's sendbuff and recvbuff span for a collective of count elements (count as the API
+ * takes it) on nranks ranks: 0 where the rank does not touch one. */
+void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t type, int nranks, int rank, int root,
+                         size_t* in_bytes, size_t* out_bytes);
+
+/* Enqueues op (device buffers, op->seq already taken): sendbuff to the host, the host ring on the
+ * staged copies, the result back to recvbuff. Returns at once; an error of the host run goes to
+ * the communicator (ringoCommGetAsyncError, the next call). */
+ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops);
+
+/* Waits for every staged run of st, then frees its buffers. */
+void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops);
+
+/* Testing hook (test/test_staged.cc, which cannot build a struct ringo_op): the op ringo_coll_run
+ * would hand the device path — arguments valid, its sequence number taken here — launched staged. */
+ringoResult_t ringo_staged_launch_call(ringoComm_t comm, enum ringo_coll coll, const void* sendbuff, void* recvbuff,
+                                       size_t count, ringoDataType_t type, ringoRedOp_t op, int root,
+                                       struct ringo_stage* st, const struct ringo_stage_ops* ops);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGO_STAGED_H_ */

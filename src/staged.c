@@ -1,0 +1,100 @@
+/* staged.c — device collectives whose ring leaves the host (MPI links): each is three enqueues in
+ * stream order — sendbuff to pinned host memory, the host ring on the staged copies (a host
+ * function), the result back to recvbuff — so the caller never waits. Needs comm.h and the host
+ * engine (ringo_coll_run_staged); how bytes reach the stream comes from the caller (staged.h).
+ * Tested without a GPU by test/test_staged.cc (memcpy on a worker thread stands in for CUDA). */
+#include "staged.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "comm.h"
+#include "core.h"
+
+void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t type, int nranks, int rank, int root,
+                         size_t* in_bytes, size_t* out_bytes) {
+  const size_t n = (size_t)nranks, bytes = count * ringo_type_size(type);
+  const int is_root = rank == root;
+  switch (coll) {
+    case RINGO_COLL_REDUCESCATTER: *in_bytes = n * bytes, *out_bytes = bytes; break;
+    case RINGO_COLL_ALLGATHER: *in_bytes = bytes, *out_bytes = n * bytes; break;
+    case RINGO_COLL_BROADCAST: *in_bytes = is_root ? bytes : 0, *out_bytes = bytes; break;
+    case RINGO_COLL_REDUCE: *in_bytes = bytes, *out_bytes = is_root ? bytes : 0; break;
+    default: *in_bytes = *out_bytes = bytes; break;
+  }
+}
+
+/* The host function's argument: the collective on the staged copies. */
+struct staged_run {
+  struct ringo_op op;
+  struct ringo_stage* st;
+};
+
+static void run_on_host(void* arg) {
+  struct staged_run* r = arg;
+  (void)ringo_coll_run_staged(&r->op); /* an error stays with the communicator */
+  atomic_fetch_sub_explicit(&r->st->pending, 1, memory_order_release);
+  free(r);
+}
+
+/* A buffer of at least `need` bytes. The old one may still be read or written by enqueued work,
+ * so everything drains before it goes. */
+static ringoResult_t grow(void** buf, size_t* cap, size_t need, const struct ringo_stage_ops* ops) {
+  if (need <= *cap) return ringoSuccess;
+  if (*buf) {
+    RINGO_CHECK(ops->drain(ops->ctx));
+    ops->host_free(ops->ctx, *buf);
+  }
+  *buf = NULL;
+  *cap = 0;
+  RINGO_CHECK(ops->host_alloc(ops->ctx, buf, need));
+  *cap = need;
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops) {
+  size_t in_bytes = 0, out_bytes = 0;
+  ringo_staged_extent(op->coll, op->count, op->type, op->comm->nranks, op->comm->rank, op->root, &in_bytes, &out_bytes);
+  RINGO_CHECK(grow(&st->in, &st->in_cap, in_bytes, ops));
+  RINGO_CHECK(grow(&st->out, &st->out_cap, out_bytes, ops));
+  struct staged_run* r = malloc(sizeof *r);
+  if (!r) return ringo_fail(ringoSystemError, "out of memory for a staged collective");
+  r->st = st;
+  r->op = *op;
+  r->op.device = 0;
+  r->op.stream = NULL;
+  /* Separate input and output copies: the host ring runs out of place even when the caller's call
+   * is in place, and the copy back then writes the same bytes NCCL's in-place call would. */
+  r->op.sendbuff = in_bytes ? st->in : NULL;
+  r->op.recvbuff = out_bytes ? st->out : NULL;
+  ringoResult_t res = in_bytes ? ops->to_host(ops->ctx, st->in, op->sendbuff, in_bytes) : ringoSuccess;
+  if (res != ringoSuccess) {
+    free(r);
+    return res;
+  }
+  atomic_fetch_add_explicit(&st->pending, 1, memory_order_relaxed);
+  res = ops->host_fn(ops->ctx, run_on_host, r);
+  if (res != ringoSuccess) {
+    atomic_fetch_sub_explicit(&st->pending, 1, memory_order_relaxed);
+    free(r);
+    return res;
+  }
+  return out_bytes ? ops->to_device(ops->ctx, op->recvbuff, st->out, out_bytes) : ringoSuccess;
+}
+
+void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops) {
+  if (atomic_load(&st->pending) > 0) (void)ops->drain(ops->ctx);
+  if (st->in) ops->host_free(ops->ctx, st->in);
+  if (st->out) ops->host_free(ops->ctx, st->out);
+  st->in = st->out = NULL;
+  st->in_cap = st->out_cap = 0;
+}
+
+ringoResult_t ringo_staged_launch_call(ringoComm_t comm, enum ringo_coll coll, const void* sendbuff, void* recvbuff,
+                                       size_t count, ringoDataType_t type, ringoRedOp_t op, int root,
+                                       struct ringo_stage* st, const struct ringo_stage_ops* ops) {
+  const struct ringo_op o = {.kind = RINGO_KIND_COLL, .device = 1, .coll = coll, .sendbuff = sendbuff,
+                             .recvbuff = recvbuff, .count = count, .type = type, .op = op, .root = root,
+                             .comm = comm, .seq = comm->seq++};
+  return ringo_staged_launch(&o, st, ops);
+}
