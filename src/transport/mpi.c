@@ -4,7 +4,9 @@
 #ifdef RINGO_HAVE_MPI
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core.h"
@@ -12,16 +14,25 @@
 
 #define MPI_LINK_MAGIC 0x4d474e52u /* "RNGM" */
 #define MPI_LINK_TAG 0x52          /* + the link's channel: ring, star and p2p links of one pair stay apart */
+#define MPI_POISON_TAG 0x4000      /* + the link's tag: "this end left on an error", never a data tag */
+#define MPI_POISON_BYTES (4 + RINGO_POISON_MSG_BYTES) /* int32 code, then the message */
 #define MPI_YIELDS 64              /* sched_yield rounds before napping between polls */
 #define MPI_NAP_NS 20000L          /* a nap short next to a slice's transfer time, long next to a poll */
 
-struct ringo_mpi_ctx { MPI_Comm comm; };
+/* comm carries the links' data; poison messages go on their own duplicate, where no data message
+ * ahead of them (a large send stuck half way after its sender failed) can hold their matching up.
+ * tainted: a collective failed on these links, so messages of it may still be in flight. */
+struct ringo_mpi_ctx {
+  MPI_Comm comm, poison_comm;
+  int tainted;
+};
 
 struct mpi_info { uint32_t magic; int32_t rank; uint64_t slot_bytes; uint32_t nslots; };
 _Static_assert(sizeof(struct mpi_info) <= RINGO_LINK_INFO_BYTES, "mpi info too large");
 
 struct ringo_link {
-  MPI_Comm comm;
+  struct ringo_mpi_ctx* ctx;
+  MPI_Comm comm, poison_comm;
   int is_recv, self_rank, peer_rank, nslots, spin, holding, tag;
   int ready;      /* receiver: mpi_poll saw the current slot's receive complete (its request is gone) */
   size_t slot_bytes, held_bytes;
@@ -30,6 +41,8 @@ struct ringo_link {
   const atomic_int* abort_flag;
   char* bufs;
   MPI_Request* reqs;
+  char* poison_out;         /* the poison message this end sent (MPI may still read it) */
+  MPI_Request poison_req;
 };
 
 static ringoResult_t mpi_fail(int err, const char* what, const struct ringo_link* l) {
@@ -48,9 +61,12 @@ static ringoResult_t mpi_fail(int err, const char* what, const struct ringo_link
 ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** out) {
   struct ringo_mpi_ctx* ctx = calloc(1, sizeof *ctx);
   if (!ctx) return ringo_fail(ringoSystemError, "out of memory for the MPI context");
+  ctx->comm = ctx->poison_comm = MPI_COMM_NULL;
   int err = MPI_Comm_dup(*(const MPI_Comm*)user_mpi_comm, &ctx->comm);
   if (err == MPI_SUCCESS) err = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+  if (err == MPI_SUCCESS) err = MPI_Comm_dup(ctx->comm, &ctx->poison_comm);
   if (err != MPI_SUCCESS) {
+    if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
     free(ctx);
     return ringo_fail(ringoSystemError, "MPI_Comm_dup of the user's communicator failed (MPI error %d)", err);
   }
@@ -68,7 +84,13 @@ void ringo_mpi_ctx_free(void* p) {
   if (!ctx) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&ctx->comm);
+  /* A failed collective's messages may still arrive. Freed, the two context ids could go to the next
+   * communicator, whose receives would match them (seen: a ring made right after a failed one
+   * timed out on stale slices), so a tainted pair is left allocated: one leak per failure. */
+  if (!finalized && !ctx->tainted) {
+    MPI_Comm_free(&ctx->comm);
+    MPI_Comm_free(&ctx->poison_comm);
+  }
   free(ctx);
 }
 
@@ -84,7 +106,9 @@ static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, st
     free(l);
     return ringo_fail(ringoSystemError, "out of memory for %d mpi staging slots of %zu bytes", p->nslots, p->slot_bytes);
   }
-  l->comm = ((struct ringo_mpi_ctx*)p->ctx)->comm;
+  l->ctx = p->ctx;
+  l->comm = l->ctx->comm;
+  l->poison_comm = l->ctx->poison_comm;
   l->is_recv = is_recv;
   l->self_rank = p->self_rank;
   l->peer_rank = p->peer_rank;
@@ -95,6 +119,7 @@ static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, st
   l->abort_flag = p->abort_flag;
   l->tag = MPI_LINK_TAG + p->channel;
   for (int i = 0; i < p->nslots; i++) l->reqs[i] = MPI_REQUEST_NULL;
+  l->poison_req = MPI_REQUEST_NULL;
   *out = l;
   return ringoSuccess;
 }
@@ -114,8 +139,49 @@ static void mpi_close(struct ringo_link* l) {
     if (!done && !l->is_recv) { MPI_Request_free(&l->reqs[i]); leak = 1; }
   }
   if (!leak) free(l->bufs);
+  if (l->poison_req != MPI_REQUEST_NULL && !finalized) {
+    int done = 0;
+    MPI_Test(&l->poison_req, &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      MPI_Request_free(&l->poison_req);
+      l->poison_out = NULL; /* still MPI's to read: left allocated */
+    }
+  }
+  free(l->poison_out);
   free(l->reqs);
   free(l);
+}
+
+/* ---- poison ----
+ * A rank that fails mid-collective sends each link's peer a small message on the link's poison
+ * tag (once, non-blocking); a waiting end probes for it, so its neighbours fail within one poll
+ * with the original error instead of waiting out RINGO_TIMEOUT. Both ends of a link use the same
+ * tag, so the message reaches whichever of the peer's links with this rank waits. */
+static void mpi_poison(struct ringo_link* l, ringoResult_t code, const char* msg) {
+  if (!l || l->poison_out) return;
+  l->ctx->tainted = 1; /* called on every link when the communicator fails */
+  l->poison_out = calloc(1, MPI_POISON_BYTES);
+  if (!l->poison_out) return;
+  const int32_t c = (int32_t)code;
+  memcpy(l->poison_out, &c, sizeof c);
+  snprintf(l->poison_out + 4, RINGO_POISON_MSG_BYTES, "%s", msg);
+  if (MPI_Isend(l->poison_out, MPI_POISON_BYTES, MPI_BYTE, l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm,
+                &l->poison_req) != MPI_SUCCESS)
+    l->poison_req = MPI_REQUEST_NULL; /* best effort: the peer then times out */
+}
+
+/* The peer's poison message, if it sent one: its error, with its message. */
+static ringoResult_t check_poisoned(const struct ringo_link* l) {
+  int flag = 0;
+  if (MPI_Iprobe(l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag)
+    return ringoSuccess;
+  char in[MPI_POISON_BYTES] = {0};
+  MPI_Recv(in, MPI_POISON_BYTES, MPI_BYTE, l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm, MPI_STATUS_IGNORE);
+  int32_t code = 0;
+  memcpy(&code, in, sizeof code);
+  in[MPI_POISON_BYTES - 1] = '\0'; /* the peer wrote it: never trust it to be terminated */
+  if (code <= ringoSuccess || code > ringoTimeout) code = ringoRemoteError;
+  return ringo_fail((ringoResult_t)code, "%s", in + 4);
 }
 
 static ringoResult_t post_recv(struct ringo_link* l, int idx) {
@@ -167,6 +233,7 @@ static ringoResult_t wait_request(struct ringo_link* l, int idx, MPI_Status* sta
     if (done) return ringoSuccess;
     if (i < l->spin) continue;
     if (i == l->spin) start = ringo_now();
+    RINGO_CHECK(check_poisoned(l));
     if (l->abort_flag && atomic_load_explicit(l->abort_flag, memory_order_relaxed))
       return ringo_fail(ringoRemoteError, "rank %d: communicator aborted while waiting on the mpi link with rank %d",
                         l->self_rank, l->peer_rank);
@@ -232,6 +299,7 @@ static ringoResult_t mpi_poll(struct ringo_link* l, int* ready) {
     l->ready = 1;
   }
   *ready = done;
+  if (!done) RINGO_CHECK(check_poisoned(l));
   if (!done && l->abort_flag && atomic_load_explicit(l->abort_flag, memory_order_relaxed))
     return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting on the mpi link with rank %d",
                       l->self_rank, l->peer_rank);
@@ -270,7 +338,7 @@ const struct ringo_transport ringo_transport_mpi = {
     .recv_release = mpi_recv_release,
     .poll = mpi_poll,
     .flush = mpi_flush,
-    .poison = NULL, /* an MPI peer learns of an error through RINGO_TIMEOUT */
+    .poison = mpi_poison,
     .close = mpi_close,
 };
 #endif /* RINGO_HAVE_MPI */

@@ -419,6 +419,25 @@ TEST(MpiRing, GroupedSendRecvAllToAllOverEveryLinkKind) {
                                  [&](MPI_Comm sub) { PointToPoint(sub, cfg); });
 }
 
+// Rank 1 calls with another count: ranks 1 and 2 see the mismatch in the slice fingerprints, and
+// the others must learn it through the poisoned MPI links — every rank fails with the mismatch
+// (ringoInvalidUsage naming it), none waits out RINGO_TIMEOUT (20 s here: ringoTimeout).
+TEST(MpiRing, MismatchReachesEveryRankThroughPoisonedLinks) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+    ringoComm_t comm = InitRing(sub, {"mpi4", 4, "mpi", {}});
+    if (!comm) return;
+    const int r = CommRank(sub);
+    std::vector<float> buf(1 << 18, 1.0f);
+    const ringoResult_t res =
+        ringoAllReduce(buf.data(), buf.data(), r == 1 ? 1000 : 1024, ringoFloat32, ringoSum, comm, nullptr);
+    const std::string msg = ringoGetLastError(comm);
+    EXPECT_EQ(ringoInvalidUsage, res) << "rank " << r << ": " << ringo_mpi_test::ResultName(res) << ": " << msg;
+    EXPECT_NE(std::string::npos, msg.find("collective mismatch")) << "rank " << r << ": " << msg;
+    ringoCommDestroy(comm);
+  });
+}
+
 // RINGO_ALGO=naive over MPI links: rank 0's star links to its ring neighbours run beside the ring
 // links of the same pairs, on their own MPI tag, so no message lands on the wrong link.
 TEST(MpiRing, NaiveStarBesideTheRingOverMpi) {
