@@ -270,7 +270,9 @@ ringoResult_t ringo_coll_run_staged(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   atomic_fetch_add(&comm->inflight, 1);
   ringoResult_t res = atomic_load(&comm->error); /* after a failure the FIFOs are out of step: run nothing */
-  if (res == ringoSuccess) {
+  if (res == ringoSuccess && atomic_load(&comm->abort_flag)) /* being torn down: touch nothing */
+    res = ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted before a staged collective ran", comm->rank);
+  else if (res == ringoSuccess) {
     res = run_host(op);
     if (res != ringoSuccess) ringo_comm_fail(comm, res);
   }
@@ -296,8 +298,8 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
     if (res == ringoSuccess && !op.defer_join) res = ringo_device_join(&op);
   }
   else {
-    ringo_device_quiesce(comm); /* staged device collectives drive the same links from CUDA's thread */
-    res = run_host(&op);
+    res = ringo_device_quiesce(comm); /* staged device collectives drive the same links from CUDA's thread */
+    if (res == ringoSuccess) res = run_host(&op);
   }
   if (res == ringoSuccess) {
     atomic_fetch_add_explicit(&comm->collectives, 1, memory_order_relaxed);

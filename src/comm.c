@@ -172,6 +172,12 @@ static void conn_close(struct ringo_conn* c) {
 
 void ringo_comm_free(ringoComm_t comm) {
   if (!comm) return;
+  /* Staged device collectives run the host ring from CUDA's thread: nothing may close under them. */
+  if (!ringo_device_drain(comm)) {
+    RINGO_WARN("rank %d: device work still queued after %.0f s without progress; the communicator is left "
+               "allocated", comm->rank, comm->env.timeout_s);
+    return;
+  }
   if (comm->trace && ringo_trace_close(comm->trace) != ringoSuccess)
     RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
   conn_close(&comm->send);

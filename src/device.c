@@ -213,28 +213,46 @@ static struct ringo_stage_ops stage_ops(struct ringo_device* d) {
   return (struct ringo_stage_ops){d, stage_to_host, stage_to_device, stage_host_fn, stage_alloc, stage_free, stage_drain};
 }
 
-void ringo_device_quiesce(ringoComm_t comm) {
-  struct ringo_device* d = comm->device;
-  if (d && d->staged && atomic_load_explicit(&d->stage.pending, memory_order_acquire) > 0) {
-    const int old = ringo_device_current();
-    if (old != d->dev) (void)cudaSetDevice(d->dev);
-    (void)cudaStreamSynchronize(d->stream); /* an error there is the staged run's, and already recorded */
-    (void)cudaGetLastError();
-    if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
-  }
-}
-
-/* ringo's stream may wait on a caller's event that never completes; teardown then gives up after
- * RINGO_TIMEOUT and leaks rather than frees memory a kernel may still use. */
+/* Waits until ringo's stream is idle. The deadline is RINGO_TIMEOUT without progress: staged host
+ * runs finishing count as progress (a long collective is not stuck), a caller's event that never
+ * completes does not. 1: idle (or an error: nothing runs any more); 0: gave up. */
 static int stream_idle(const struct ringo_device* d) {
-  const double deadline = ringo_now() + d->timeout_s;
   const struct timespec nap = {0, DEV_FREE_POLL_NS};
+  int pending = atomic_load(&d->stage.pending);
+  double deadline = ringo_now() + d->timeout_s;
   for (;;) {
     const cudaError_t err = cudaStreamQuery(d->stream);
-    if (err != cudaErrorNotReady) return 1; /* done, or an error: nothing runs any more */
+    if (err != cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return 1;
+    }
+    const int now_pending = atomic_load(&d->stage.pending);
+    if (now_pending < pending) deadline = ringo_now() + d->timeout_s;
+    pending = now_pending;
     if (ringo_now() > deadline) return 0;
     nanosleep(&nap, NULL);
   }
+}
+
+static int device_idle(struct ringo_device* d) {
+  const int old = ringo_device_current();
+  if (old != d->dev) (void)cudaSetDevice(d->dev);
+  const int idle = stream_idle(d);
+  if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
+  return idle;
+}
+
+ringoResult_t ringo_device_quiesce(ringoComm_t comm) {
+  struct ringo_device* d = comm->device;
+  if (!d || !d->staged || atomic_load_explicit(&d->stage.pending, memory_order_acquire) == 0) return ringoSuccess;
+  if (device_idle(d)) return ringoSuccess;
+  return ringo_fail(ringoTimeout, "rank %d: staged device collectives of this communicator still queued after "
+                    "%.1f s without progress (a stream they wait on never ran?)", comm->rank, d->timeout_s);
+}
+
+int ringo_device_drain(ringoComm_t comm) {
+  struct ringo_device* d = comm->device;
+  return !d || !d->stream || device_idle(d);
 }
 
 void ringo_device_free(ringoComm_t comm) {
@@ -247,11 +265,10 @@ void ringo_device_free(ringoComm_t comm) {
   }
   const int old = ringo_device_current();
   (void)cudaSetDevice(d->dev);
-  if (!stream_idle(d)) {
+  if (!stream_idle(d)) { /* ringo_comm_free drained first: only a stream stuck since can get here */
     RINGO_WARN("rank %d: ringo's stream on device %d still busy after %.0f s; its device memory is left allocated",
                comm->rank, d->dev, d->timeout_s);
-    free(d);
-    return;
+    return; /* d too: queued work may still use it */
   }
   const struct ringo_stage_ops ops = stage_ops(d);
   ringo_staged_free(&d->stage, &ops);
@@ -345,7 +362,7 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
     for (int q = 0; q < n; q++) d->local_ranks += probes[q].dev == d->dev && probes[q].pid == pmine.pid &&
                                                   probes[q].nonce == pmine.nonce;
   }
-  if (all_ok && d->nchannels < 1) {
+  if (all_ok && d->nchannels < 1 && !d->staged) { /* a staged ring launches no ring kernel */
     all_ok = 0;
     snprintf(d->why, sizeof d->why, "too many ranks share one GPU for their ring kernels to be resident at once");
   } else if (!all_ok && pmine.ok && res == ringoSuccess && d->why[0] == '\0') {
@@ -526,7 +543,14 @@ ringoResult_t ringo_device_async_error(ringoComm_t comm) {
   return ringoSuccess;
 }
 void ringo_device_abort(ringoComm_t comm) { (void)comm; }
-void ringo_device_quiesce(ringoComm_t comm) { (void)comm; }
+ringoResult_t ringo_device_quiesce(ringoComm_t comm) {
+  (void)comm;
+  return ringoSuccess;
+}
+int ringo_device_drain(ringoComm_t comm) {
+  (void)comm;
+  return 1;
+}
 ringoResult_t ringo_device_check(const struct ringo_op* op, ringoStream_t stream, int grouped, const char* name) {
   (void)stream, (void)grouped;
   return ringo_fail(ringoInvalidUsage, "%s: rank %d: device buffers need ringo's CUDA path; this build has none", name,

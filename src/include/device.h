@@ -34,8 +34,12 @@ ringoResult_t ringo_device_join(const struct ringo_op* op);
 /* The error a ring kernel of comm left (and puts comm in error), or ringoSuccess. Cheap. */
 ringoResult_t ringo_device_async_error(ringoComm_t comm);
 /* Before a host collective: waits for comm's staged device collectives (their host runs use the
- * same links from CUDA's thread). Nothing to do for a ring that stays on the host. */
-void ringo_device_quiesce(ringoComm_t comm);
+ * same links from CUDA's thread); ringoTimeout after RINGO_TIMEOUT without progress. Nothing to do
+ * for a ring that stays on the host. */
+ringoResult_t ringo_device_quiesce(ringoComm_t comm);
+/* Before teardown: waits until nothing on ringo's stream can touch comm any more (bounded like
+ * quiesce). 0 when it gave up: the caller must then leave comm allocated. */
+int ringo_device_drain(ringoComm_t comm);
 /* Makes every running ring kernel of comm give up its waits (ringoCommAbort). */
 void ringo_device_abort(ringoComm_t comm);
 

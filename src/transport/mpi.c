@@ -3,6 +3,7 @@
  * current one is reduced. Built only when mpicc is found. Tested by test/mpi/test_mpi_ring.cc. */
 #ifdef RINGO_HAVE_MPI
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,9 @@ ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** out) {
 }
 
 int ringo_mpi_links_thread_safe(void) {
-  int provided = MPI_THREAD_SINGLE;
+  int initialized = 0, provided = MPI_THREAD_SINGLE;
+  MPI_Initialized(&initialized);
+  if (!initialized) return 1; /* no MPI link can exist (fake hosts on shm links, say) */
   return MPI_Query_thread(&provided) == MPI_SUCCESS && provided == MPI_THREAD_MULTIPLE;
 }
 
@@ -124,32 +127,78 @@ static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, st
   return ringoSuccess;
 }
 
+/* ---- buffers MPI may still read ----
+ * A send still pending when its link closes (after an error) may complete later or never; MPI
+ * may read its buffer until then. Such buffers are parked here with their requests, reachable,
+ * and freed once MPI_Test says every one of their sends is done: checked whenever a link closes. */
+struct parked {
+  struct parked* next;
+  void* buf;
+  int n;
+  MPI_Request reqs[];
+};
+static struct parked* parked_list;
+static pthread_mutex_t parked_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void park(void* buf, const MPI_Request* reqs, int n) {
+  struct parked* e = malloc(sizeof *e + (size_t)n * sizeof(MPI_Request));
+  if (!e) return; /* out of memory: the buffer stays allocated, unreferenced, rather than freed under MPI */
+  e->buf = buf;
+  e->n = n;
+  memcpy(e->reqs, reqs, (size_t)n * sizeof(MPI_Request));
+  pthread_mutex_lock(&parked_mu);
+  e->next = parked_list;
+  parked_list = e;
+  pthread_mutex_unlock(&parked_mu);
+}
+
+static void sweep_parked(void) {
+  pthread_mutex_lock(&parked_mu);
+  for (struct parked** p = &parked_list; *p;) {
+    struct parked* e = *p;
+    int all = 1;
+    for (int i = 0; i < e->n; i++) {
+      int done = 1;
+      if (e->reqs[i] != MPI_REQUEST_NULL) MPI_Test(&e->reqs[i], &done, MPI_STATUS_IGNORE);
+      all &= done;
+    }
+    if (all) {
+      *p = e->next;
+      free(e->buf);
+      free(e);
+    } else {
+      p = &e->next;
+    }
+  }
+  pthread_mutex_unlock(&parked_mu);
+}
+
 static void mpi_close(struct ringo_link* l) {
   if (!l) return;
-  int finalized = 0, leak = 0;
+  int finalized = 0, pending = 0;
   MPI_Finalized(&finalized);
-  for (int i = 0; !finalized && i < l->nslots; i++) {
+  if (finalized) { /* no MPI call is allowed: what MPI held is the exiting process's */
+    free(l->reqs);
+    free(l);
+    return;
+  }
+  for (int i = 0; i < l->nslots; i++) {
     if (l->reqs[i] == MPI_REQUEST_NULL) continue;
     int done = 0;
     if (l->is_recv) MPI_Cancel(&l->reqs[i]); /* a posted receive nobody will match */
     MPI_Test(&l->reqs[i], &done, MPI_STATUS_IGNORE);
     if (!done && l->is_recv) MPI_Wait(&l->reqs[i], MPI_STATUS_IGNORE); /* cancelled: completes */
-    /* A send still pending after an error may never complete; MPI may still read its buffer, so
-     * the buffer is left allocated rather than freed under MPI's feet. */
-    if (!done && !l->is_recv) { MPI_Request_free(&l->reqs[i]); leak = 1; }
+    pending |= !done && !l->is_recv;
   }
-  if (!leak) free(l->bufs);
-  if (l->poison_req != MPI_REQUEST_NULL && !finalized) {
-    int done = 0;
-    MPI_Test(&l->poison_req, &done, MPI_STATUS_IGNORE);
-    if (!done) {
-      MPI_Request_free(&l->poison_req);
-      l->poison_out = NULL; /* still MPI's to read: left allocated */
-    }
-  }
-  free(l->poison_out);
+  if (pending) park(l->bufs, l->reqs, l->nslots);
+  else free(l->bufs);
+  int done = 1;
+  if (l->poison_req != MPI_REQUEST_NULL) MPI_Test(&l->poison_req, &done, MPI_STATUS_IGNORE);
+  if (!done) park(l->poison_out, &l->poison_req, 1);
+  else free(l->poison_out);
   free(l->reqs);
   free(l);
+  sweep_parked();
 }
 
 /* ---- poison ----
@@ -158,7 +207,9 @@ static void mpi_close(struct ringo_link* l) {
  * with the original error instead of waiting out RINGO_TIMEOUT. Both ends of a link use the same
  * tag, so the message reaches whichever of the peer's links with this rank waits. */
 static void mpi_poison(struct ringo_link* l, ringoResult_t code, const char* msg) {
-  if (!l || l->poison_out) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!l || l->poison_out || finalized) return;
   l->ctx->tainted = 1; /* called on every link when the communicator fails */
   l->poison_out = calloc(1, MPI_POISON_BYTES);
   if (!l->poison_out) return;
@@ -173,10 +224,12 @@ static void mpi_poison(struct ringo_link* l, ringoResult_t code, const char* msg
 /* The peer's poison message, if it sent one: its error, with its message. */
 static ringoResult_t check_poisoned(const struct ringo_link* l) {
   int flag = 0;
-  if (MPI_Iprobe(l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag)
+  MPI_Message m; /* matched probe: the message is this thread's, whoever else probes */
+  if (MPI_Improbe(l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm, &flag, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+      !flag)
     return ringoSuccess;
   char in[MPI_POISON_BYTES] = {0};
-  MPI_Recv(in, MPI_POISON_BYTES, MPI_BYTE, l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm, MPI_STATUS_IGNORE);
+  MPI_Mrecv(in, MPI_POISON_BYTES, MPI_BYTE, &m, MPI_STATUS_IGNORE);
   int32_t code = 0;
   memcpy(&code, in, sizeof code);
   in[MPI_POISON_BYTES - 1] = '\0'; /* the peer wrote it: never trust it to be terminated */
