@@ -24,4 +24,14 @@ static int bench_parse_bytes(const char* s, double max_bytes, size_t* out) {
   return 1;
 }
 
+/* Parses a whole decimal integer in [lo, hi]. Returns 0 on anything else. */
+static int bench_parse_int(const char* s, int lo, int hi, int* out) {
+  char* end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return 0;
+  *out = (int)v;
+  return 1;
+}
+
 #endif /* RINGO_BENCH_ARGS_H_ */

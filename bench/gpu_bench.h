@@ -108,11 +108,9 @@ static size_t parse_bytes(const char* s) {
 }
 
 static int parse_int(const char* s, int lo, int hi, const char* what) {
-  char* end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) bad_arg(what, s);
-  return (int)v;
+  int v = 0;
+  if (!bench_parse_int(s, lo, hi, &v)) bad_arg(what, s);
+  return v;
 }
 
 static void parse_devices(struct opts* o, const char* s) {

@@ -280,8 +280,6 @@ ringoResult_t ringo_reduce(void* dst, void* dst2, const void* a, const void* b, 
 
 /* Copies in blocks so that, with two destinations, the second copy reads src from L1 instead of
  * from memory again; memcpy itself is already libc's fastest copy for this CPU. */
-#define COPY2_BLOCK L1_BLOCK
-
 void ringo_copy2(void* dst, void* dst2, const void* src, size_t bytes) {
   char* d = (char*)dst;
   char* d2 = (char*)dst2;
@@ -294,8 +292,8 @@ void ringo_copy2(void* dst, void* dst2, const void* src, size_t bytes) {
     memcpy(d, s, bytes);
     return;
   }
-  for (size_t off = 0; off < bytes; off += COPY2_BLOCK) {
-    const size_t n = bytes - off < COPY2_BLOCK ? bytes - off : COPY2_BLOCK;
+  for (size_t off = 0; off < bytes; off += L1_BLOCK) {
+    const size_t n = bytes - off < L1_BLOCK ? bytes - off : L1_BLOCK;
     memcpy(d + off, s + off, n);
     memcpy(d2 + off, s + off, n);
   }

@@ -88,8 +88,9 @@ class FakeStream {
   std::thread worker_;
 };
 
-inline ringoResult_t FakeToHost(void* ctx, void* host, const void* dev, size_t bytes) {
-  static_cast<FakeStream*>(ctx)->Enqueue([=] { memcpy(host, dev, bytes); });
+// Both directions: "device" memory is host memory here.
+inline ringoResult_t FakeCopy(void* ctx, void* dst, const void* src, size_t bytes) {
+  static_cast<FakeStream*>(ctx)->Enqueue([=] { memcpy(dst, src, bytes); });
   return ringoSuccess;
 }
 inline ringoResult_t FakeHostFn(void* ctx, void (*fn)(void*), void* arg) {
@@ -112,7 +113,7 @@ inline ringoResult_t FakeDrain(void* ctx) {
 struct Stager {
   FakeStream stream;
   ringo_stage stage{};
-  ringo_stage_ops ops{&stream, FakeToHost, FakeToHost, FakeHostFn, FakeAlloc, FakeFree, FakeDrain};
+  ringo_stage_ops ops{&stream, FakeCopy, FakeCopy, FakeHostFn, FakeAlloc, FakeFree, FakeDrain};
   ~Stager() { ringo_staged_free(&stage, &ops); }
 };
 
