@@ -7,6 +7,13 @@
 # was right; always done in under 8 minutes.
 set -u -o pipefail
 
+# One process drives several ranks' streams (ringo's own and the callers'): with CUDA's default of 8
+# hardware queues they share queues, and a spinning ring kernel at the head of one would hold back the
+# launch of the kernel it waits for. 32 is the most CUDA gives.
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
+# A stuck ring then ends as ringo's own timeout error, naming the wait, before a part's cap kills it.
+export RINGO_TIMEOUT=${RINGO_TIMEOUT:-20}
+
 LOG=${1:-${LOG:-gpu-check-log}}
 BUILD=${BUILD:-build-gpu}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
@@ -28,6 +35,8 @@ BUILD_S=240 TESTS_S=150 BENCH_S=150 DEADLINE_S=440
 # Of the tests' share, the NCCL device runs are left at least NCCL_DEVICE_SHARE_S (and whatever the suites
 # leave), each at most NCCL_DEVICE_S.
 NCCL_DEVICE_SHARE_S=30 NCCL_DEVICE_S=60
+# The tests' second pass, under MPS, gets this much of the suites' share.
+MPS_PASS_S=40
 FAILS=()
 
 step() { echo; echo "=== $* ($(date +%T))"; }
@@ -55,9 +64,18 @@ mps_start() {
   CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE timeout 10 nvidia-cuda-mps-control -d
   local rc=$?
   # -d returns once the daemon has forked; it is up when it answers on its pipe.
-  if [ "$rc" -eq 0 ] && echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE timeout 5 nvidia-cuda-mps-control >/dev/null; then
+  # The daemon answering is not enough (in a container its server may fail to start): one real client
+  # run, the NCCL program with one rank, must pass under it.
+  local probe=$BUILD/test/nccl_device_program
+  if [ "$rc" -eq 0 ] && echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE timeout 5 nvidia-cuda-mps-control >/dev/null &&
+    { [ ! -x "$probe" ] || CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE timeout 20 "$probe" 1 >/dev/null 2>&1; }; then
     MPS_ON=1
     echo "MPS: started (CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE, logs in $CUDA_MPS_LOG_DIRECTORY)"
+  elif [ "$rc" -eq 0 ]; then
+    echo "MPS: the daemon started but a client could not run under it; multi-process tests run time-sliced only"
+    tail -n 5 "$CUDA_MPS_LOG_DIRECTORY/control.log" "$CUDA_MPS_LOG_DIRECTORY/server.log" 2>/dev/null
+    MPS_ON=1
+    mps_stop
   else
     echo "MPS: not started (nvidia-cuda-mps-control -d: exit $rc); multi-process tests run time-sliced only"
     tail -n 5 "$CUDA_MPS_LOG_DIRECTORY/control.log" 2>/dev/null
@@ -103,14 +121,14 @@ build_all() {
   [ -x "$BUILD/test/nccl_device_program" ] || problem "nccl_device_program did not build"
 }
 
-# test_pass NAME CAP ENV...: runs the built suites once with ENV; a failure, a timeout or a skip (on a GPU
+# test_pass NAME CAP ENV...: runs the suites in RUN_BINS once with ENV; a failure, a timeout or a skip (on a GPU
 # machine a skipped GPU test checked nothing) is a problem.
 test_pass() {
   local name=$1 cap=$2 out rc summary skipped t0=$SECONDS
   shift 2
   step "tests: $name ($*; at most $cap s)"
   out=$(mktemp)
-  env "$@" RINGO_TEST_TIMEOUT=$((cap - 5)) timeout -k 5 "$cap" .ci/run_tests.sh "${BINS[@]}" 2>&1 | tee "$out"
+  env "$@" RINGO_TEST_TIMEOUT=$((cap - 5)) timeout -k 5 "$cap" .ci/run_tests.sh "${RUN_BINS[@]}" 2>&1 | tee "$out"
   rc=${PIPESTATUS[0]}
   summary=$(tail -n 1 "$out")
   rm -f "$out"
@@ -132,17 +150,26 @@ run_tests_all() {
   run_nccl_device $((cap - (SECONDS - t0)))
 }
 
-# run_suites CAP: the built suites without MPS, then with MPS if it starts, within CAP seconds.
+# run_suites CAP: the built suites without MPS, then, if MPS starts, the multi-process tests again with it
+# (the rest has one process per GPU, which MPS does not change), within CAP seconds.
 run_suites() {
   local cap=$1
   step "MPS"
   mps_start
   # Without MPS first: pointing CUDA at an empty pipe folder keeps even a system-wide MPS daemon out.
   local first=$cap t0=$SECONDS
-  [ "$MPS_ON" -eq 1 ] && first=$((cap * 3 / 5))
+  [ "$MPS_ON" -eq 1 ] && first=$((cap - MPS_PASS_S))
+  RUN_BINS=("${BINS[@]}")
   test_pass "without MPS" "$first" CUDA_MPS_PIPE_DIRECTORY="$LOG_ABS/mps/none" RINGO_TEST_MPS=0
   if [ "$MPS_ON" -eq 1 ]; then
-    local rest=$((cap - (SECONDS - t0)))
+    local rest=$((cap - (SECONDS - t0))) b
+    RUN_BINS=()
+    for b in "${BINS[@]}"; do
+      case $b in
+        */test_device*) RUN_BINS+=("${b%%@*}@DeviceProcesses.*:DeviceP2pProcesses.*") ;;
+        */mpi/test_mpi_staged*) RUN_BINS+=("${b%%@*}@MpiStagedDevice.*") ;;
+      esac
+    done
     test_pass "with MPS" $((rest < 20 ? 20 : rest)) CUDA_MPS_PIPE_DIRECTORY="$MPS_PIPE" RINGO_TEST_MPS=1
   fi
   mps_stop
@@ -224,8 +251,19 @@ main() {
   # Only informative: the suites and the benchmark ask the CUDA runtime themselves, and fail (a skipped
   # test, "no CUDA device") when it has no device.
   if command -v nvidia-smi >/dev/null; then
-    timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap,compute_mode --format=csv ||
-      echo "gpu-check: nvidia-smi failed (exit $?): no GPU or no driver?"
+    timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap,compute_mode,persistence_mode \
+      --format=csv || echo "gpu-check: nvidia-smi failed (exit $?): no GPU or no driver?"
+    local driver mode
+    driver=$(timeout 30 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+    mode=$(timeout 30 nvidia-smi --query-gpu=compute_mode --format=csv,noheader 2>/dev/null | head -n 1)
+    # CUDA 13's runtime needs driver R580 or later: with an older one every part would only report that.
+    if [ -n "$driver" ] && [ "${driver%%.*}" -lt 580 ] 2>/dev/null; then
+      problem "driver $driver is older than R580, which CUDA 13 needs; nothing run"
+      step "verdict after $((SECONDS - START)) s"
+      echo "gpu-check: FAIL: $(join "${FAILS[@]}")"
+      return 1
+    fi
+    case $mode in *Exclusive*) echo "gpu-check: compute mode $mode: ranks in several processes can only share the GPU under MPS" ;; esac
   else
     echo "gpu-check: nvidia-smi not found (no GPU driver?)"
   fi

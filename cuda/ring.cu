@@ -1,8 +1,8 @@
 /* ring.cu — the ring kernel: one launch per rank per collective walks the steps of schedule.c (given in
- * struct ringo_dev_ring), block c driving channel c's FIFOs: wait for a slot (acquire, system scope),
- * reduce the received slice with the local one, write the result into the next rank's FIFO, post the
- * flag (release). Needs nvcc, ew_plan.cuh, cuda_ring.h. Tested by test/test_cuda_ring.cc (the exact
- * block code run on the CPU) and, on a GPU, by test/test_device.cc. */
+ * struct ringo_dev_ring), block c driving channel c's FIFOs: wait for a slot (acquire, system scope) and
+ * check its stamp, reduce the received slice with the local one, write the result into the next rank's
+ * FIFO, stamp it, post the flag (release). Needs nvcc, ew_plan.cuh, cuda_ring.h. Tested by
+ * test/test_cuda_ring.cc (the exact block code run on the CPU) and, on a GPU, by test/test_device.cc. */
 #include <cuda_runtime.h>
 #include <sched.h>
 #include <stdint.h>
@@ -12,6 +12,7 @@
 #include "cuda_kernels.h"
 #include "cuda_ring.h"
 #include "ew_plan.cuh"
+#include "sync.cuh"
 #include "schedule.h"
 
 namespace {
@@ -24,62 +25,23 @@ constexpr int kRingThreads = 512;   /* threads per block (channel) */
 constexpr int kRingMinBlocksPerSm = 2;
 constexpr uint32_t kCheckEvery = 1024; /* polls between looks at the clock, poison and abort */
 
-/* ---- flags: system-scope acquire/release on the GPU, C++ atomics' equivalents on the CPU ---- */
-
-__host__ __device__ inline uint64_t load_acquire(const uint64_t* p) {
-#ifdef __CUDA_ARCH__
-  uint64_t v;
-  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); /* generic address: peer or local */
-  return v;
-#else
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
-}
-
-__host__ __device__ inline void store_release(uint64_t* p, uint64_t v) {
-#ifdef __CUDA_ARCH__
-  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-#else
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-__host__ __device__ inline uint32_t load_word(const volatile uint32_t* p) {
-#ifdef __CUDA_ARCH__
-  return *p;
-#else
-  return __atomic_load_n((const uint32_t*)p, __ATOMIC_ACQUIRE);
-#endif
-}
-
-__host__ __device__ inline void store_word(volatile uint32_t* p, uint32_t v) {
-#ifdef __CUDA_ARCH__
-  *p = v;
-  __threadfence_system();
-#else
-  __atomic_store_n((uint32_t*)p, v, __ATOMIC_RELEASE);
-#endif
-}
-
-/* Nanoseconds from some fixed point: the GPU's global timer, or CLOCK_MONOTONIC. */
-__host__ __device__ inline uint64_t now_ns() {
-#ifdef __CUDA_ARCH__
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-#else
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-#endif
-}
+/* Flags: system-scope acquire/release on the GPU, C++ atomics' equivalents on the CPU (sync.cuh). */
+using namespace ringo_sync;
 
 /* ---- one channel of one rank ---- */
 
-/* The region: every channel's flags, then (page-aligned) every channel's slots. */
+/* The region: every channel's flags, then (page-aligned) every channel's slots, each channel's
+ * followed by its stamps, one a slot, the two padded to whole 128-byte lines: every channel's part
+ * starts on a line, every slot (slot_bytes a multiple of 16) and stamp 16-byte aligned. */
 __host__ __device__ inline size_t slots_offset(int nchannels) {
   return ((size_t)nchannels * sizeof(ringo_dev_flags) + 4095) / 4096 * 4096;
 }
+
+__host__ __device__ inline size_t channel_bytes(int nslots, size_t slot_bytes) {
+  return ((size_t)nslots * (slot_bytes + sizeof(ringo_dev_stamp)) + 127) / 128 * 128;
+}
+
+static_assert(sizeof(ringo_dev_stamp) == 32, "a stamp is four words, written and read by one thread");
 
 struct Channel {
   const ringo_dev_ring* d;
@@ -90,20 +52,46 @@ struct Channel {
   uint64_t sent, received;
 };
 
+/* The stamp of the slot `count` lands in: after the channel's slots, so it is found from the slots
+ * pointer and no pointer to the stamps stays live through the reduce. Only thread 0 asks. */
+__host__ __device__ inline ringo_dev_stamp* stamp_at(char* slots, const ringo_dev_ring& d, uint64_t count) {
+  return (ringo_dev_stamp*)(slots + (size_t)d.nslots * d.slot_bytes) + (size_t)(count % (uint64_t)d.nslots);
+}
+
 __host__ __device__ inline char* slot_at(char* slots, const ringo_dev_ring& d, uint64_t count) {
   return slots + (size_t)(count % (uint64_t)d.nslots) * d.slot_bytes;
 }
 
+/* Does the slot about to be received belong to this rank's collective? Thread 0 reads the stamp
+ * after its acquire of head, which the sender's release made visible along with the stamp. */
+__host__ __device__ inline bool stamp_matches(const Channel& x) {
+  const ringo_dev_stamp s = *stamp_at(x.in_slots, *x.d, x.received);
+  const ringo_dev_fingerprint& fp = x.d->fp;
+  return s.fp.seq == fp.seq && s.fp.count == fp.count && s.fp.call == fp.call && s.serial == x.received;
+}
+
 /* Thread 0's wait for whatever the step needs: a filled slot to receive from, a free slot in the
- * next rank's FIFO to send into. Bounded: the clock, a poisoned link and an abort end it. */
+ * next rank's FIFO to send into. The received slot's stamp is checked as soon as the slot is
+ * there, not once the send side is free too: a mismatched neighbour may never free it. The slot
+ * to send into is stamped here, by the one thread, before block_publish's fence and release post
+ * it. Bounded: the clock, a poisoned link and an abort end it. */
 __host__ __device__ int wait_ready(const Channel& x, bool receives, bool sends) {
   uint64_t start = 0;
+  bool in_ok = !receives;
   for (uint32_t spin = 1;; spin++) {
-    const bool in_ok = !receives || load_acquire(&x.in->head) > x.received;
+    if (!in_ok && load_acquire(&x.in->head) > x.received) {
+      if (!stamp_matches(x)) return RINGO_DEV_MISMATCH;
+      in_ok = true;
+    }
     const bool out_ok = !sends || x.sent - load_acquire(&x.out->tail) < (uint64_t)x.d->nslots;
-    if (in_ok && out_ok) return RINGO_DEV_OK;
+    if (in_ok && out_ok) {
+      if (sends) *stamp_at(x.out_slots, *x.d, x.sent) = ringo_dev_stamp{x.d->fp, x.sent};
+      return RINGO_DEV_OK;
+    }
     if (spin % kCheckEvery == 0) {
-      if (load_word(&x.in->poison) || load_word(&x.out->poison)) return RINGO_DEV_POISONED;
+      /* Only the links this step uses: a neighbour done with this collective may already have
+       * freed its region (another process's, mapped through CUDA IPC). */
+      if ((receives && load_word(&x.in->poison)) || (sends && load_word(&x.out->poison))) return RINGO_DEV_POISONED;
       if (load_word((const volatile uint32_t*)x.d->abort_flag)) return RINGO_DEV_ABORTED;
       const uint64_t t = now_ns();
       if (start == 0) start = t;
@@ -130,7 +118,8 @@ __host__ __device__ int block_wait(const Channel& x, bool receives, bool sends) 
 /* Every thread's stores into the slot (and the output) are visible system-wide before thread 0
  * moves the flags; the reads of the received slot are done before its tail frees it. The barrier
  * orders the block's accesses before thread 0's, and thread 0's system-scope fence and release
- * are cumulative over what it has so observed: one fence per slice, not one per thread. */
+ * are cumulative over what it has so observed: one fence per slice, not one per thread. The
+ * slot's stamp, which thread 0 wrote when it found the slot free, goes out with the same fence. */
 __host__ __device__ void block_publish(Channel& x, bool receives, bool sends) {
 #ifdef __CUDA_ARCH__
   __syncthreads();
@@ -204,7 +193,7 @@ template <class Final, class Partial>
 __host__ __device__ int run_channel(const ringo_dev_ring& d, int c, unsigned nthreads) {
   typedef typename Final::T T;
   const size_t off = slots_offset(d.nchannels);
-  const size_t per_channel = (size_t)d.nslots * d.slot_bytes;
+  const size_t per_channel = channel_bytes(d.nslots, d.slot_bytes);
   Channel x = {&d,
                (ringo_dev_flags*)d.recv_region + c,
                (ringo_dev_flags*)d.send_region + c,
@@ -290,8 +279,10 @@ thread_local char ring_error[256] = "no error";
 
 extern "C" size_t ringo_dev_slots_offset(int nchannels) { return slots_offset(nchannels); }
 
+extern "C" size_t ringo_dev_channel_bytes(int nslots, size_t slot_bytes) { return channel_bytes(nslots, slot_bytes); }
+
 extern "C" size_t ringo_dev_region_bytes(int nchannels, int nslots, size_t slot_bytes) {
-  return slots_offset(nchannels) + (size_t)nchannels * (size_t)nslots * slot_bytes;
+  return slots_offset(nchannels) + (size_t)nchannels * channel_bytes(nslots, slot_bytes);
 }
 
 extern "C" ringoResult_t ringo_cuda_ring_launch(const struct ringo_dev_ring* d, void* stream) {

@@ -16,6 +16,8 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_ring.h"
+#include "cuda_wait.h"
+#include "p2p_device.h"
 #include "staged.h"
 #include "transport.h"
 
@@ -40,6 +42,7 @@ struct ringo_device {
   cudaEvent_t ready, done;
   int staged;             /* the ring leaves the host: collectives go through the host ring (staged.c) */
   struct ringo_stage stage;
+  struct ringo_p2p_proxy* proxy; /* device sends and receives: made on first use */
   int usable;             /* every rank made its region and reached its next rank's */
   char why[256];          /* why not, when !usable */
 };
@@ -130,18 +133,24 @@ static ringoResult_t probe(ringoComm_t comm, struct ringo_device* d, struct dev_
   CU_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d->dev), "cudaDeviceGetAttribute");
   if (ringo_cuda_ring_preload(&per_sm) != ringoSuccess)
     return ringo_fail(ringoUnhandledCudaError, "loading the ring kernels: %s", ringo_cuda_ring_last_error());
+  CU_CHECK((cudaError_t)ringo_cuda_wait_preload(), "loading the wait kernel");
   mine->nchannels = sms * per_sm;
   return ringoSuccess;
 }
 
 /* Round 2: this rank's region for the agreed channel count, and its handle. */
-static ringoResult_t alloc_own(struct ringo_device* d, struct dev_region* mine) {
-  if (!d->staged) { /* a staged ring has no device FIFOs */
+static ringoResult_t alloc_own(struct ringo_device* d, struct dev_region* mine, int nranks) {
+  CU_CHECK(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (!d->staged && nranks > 1) { /* a staged ring, or a rank alone, has no device FIFOs */
     const size_t bytes = ringo_dev_region_bytes(d->nchannels, DEV_NSLOTS, d->slot_bytes);
+    const size_t counters = 2 * sizeof(uint64_t) * (size_t)d->nchannels;
     CU_CHECK(cudaMalloc((void**)&d->region, bytes), "cudaMalloc of the device FIFO region");
-    CU_CHECK(cudaMemset(d->region, 0, bytes), "cudaMemset of the device FIFO region");
-    CU_CHECK(cudaMalloc((void**)&d->counters, 2 * sizeof(uint64_t) * (size_t)d->nchannels), "cudaMalloc of counters");
-    CU_CHECK(cudaMemset(d->counters, 0, 2 * sizeof(uint64_t) * (size_t)d->nchannels), "cudaMemset of counters");
+    CU_CHECK(cudaMalloc((void**)&d->counters, counters), "cudaMalloc of counters");
+    /* On ringo's stream, and waited for there only: a whole-device sync would also wait for other
+     * communicators' kernels, which may be waiting for this thread. Zeroed before any peer sees it. */
+    CU_CHECK(cudaMemsetAsync(d->region, 0, bytes, d->stream), "cudaMemsetAsync of the device FIFO region");
+    CU_CHECK(cudaMemsetAsync(d->counters, 0, counters, d->stream), "cudaMemsetAsync of counters");
+    CU_CHECK(cudaStreamSynchronize(d->stream), "cudaStreamSynchronize after the memsets");
     CU_CHECK(cudaIpcGetMemHandle(&mine->handle, d->region), "cudaIpcGetMemHandle");
   }
   CU_CHECK(cudaHostAlloc((void**)&d->error_host, 2 * sizeof(int32_t), cudaHostAllocMapped), "cudaHostAlloc");
@@ -149,10 +158,8 @@ static ringoResult_t alloc_own(struct ringo_device* d, struct dev_region* mine) 
   d->error_host[0] = d->abort_host[0] = 0;
   CU_CHECK(cudaHostGetDevicePointer((void**)&d->error_dev, d->error_host, 0), "cudaHostGetDevicePointer");
   d->abort_dev = d->error_dev + 1;
-  CU_CHECK(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   CU_CHECK(cudaEventCreateWithFlags(&d->ready, cudaEventDisableTiming), "cudaEventCreate");
   CU_CHECK(cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming), "cudaEventCreate");
-  CU_CHECK(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the memsets"); /* zeroed before any peer sees it */
   mine->ptr = (uint64_t)(uintptr_t)d->region;
   return ringoSuccess;
 }
@@ -197,7 +204,8 @@ static ringoResult_t stage_host_fn(void* ctx, void (*fn)(void*), void* arg) {
 }
 static ringoResult_t stage_alloc(void* ctx, void** p, size_t bytes) {
   (void)ctx;
-  CU_CHECK(cudaHostAlloc(p, bytes, cudaHostAllocDefault), "cudaHostAlloc of a staging buffer");
+  /* Mapped: the wait kernel reads the proxy's flag from the device. */
+  CU_CHECK(cudaHostAlloc(p, bytes, cudaHostAllocPortable | cudaHostAllocMapped), "cudaHostAlloc of a staging buffer");
   return ringoSuccess;
 }
 static void stage_free(void* ctx, void* p) {
@@ -209,8 +217,21 @@ static ringoResult_t stage_drain(void* ctx) {
   CU_CHECK(cudaStreamSynchronize(d->stream), "cudaStreamSynchronize of ringo's stream");
   return ringoSuccess;
 }
+static ringoResult_t stage_wait_flag(void* ctx, const uint64_t* flag, uint64_t value) {
+  struct ringo_device* d = ctx;
+  uint64_t* dflag;
+  CU_CHECK(cudaHostGetDevicePointer((void**)&dflag, (void*)flag, 0), "cudaHostGetDevicePointer of the proxy's flag");
+  CU_CHECK((cudaError_t)ringo_cuda_wait_flag(dflag, value, d->abort_dev, d->error_dev, d->stream), "launching the wait kernel");
+  return ringoSuccess;
+}
 static struct ringo_stage_ops stage_ops(struct ringo_device* d) {
-  return (struct ringo_stage_ops){d, stage_to_host, stage_to_device, stage_host_fn, stage_alloc, stage_free, stage_drain};
+  return (struct ringo_stage_ops){d, stage_to_host, stage_to_device, stage_host_fn, stage_alloc, stage_free, stage_drain,
+                                  stage_wait_flag};
+}
+
+/* Host runs enqueued and not finished: staged collectives and device point-to-point batches. */
+static int host_runs_pending(const struct ringo_device* d) {
+  return atomic_load_explicit(&d->stage.pending, memory_order_acquire) + ringo_p2p_device_pending(d->proxy);
 }
 
 /* Waits until ringo's stream is idle. The deadline is RINGO_TIMEOUT without progress: staged host
@@ -218,15 +239,16 @@ static struct ringo_stage_ops stage_ops(struct ringo_device* d) {
  * completes does not. 1: idle (or an error: nothing runs any more); 0: gave up. */
 static int stream_idle(const struct ringo_device* d) {
   const struct timespec nap = {0, DEV_FREE_POLL_NS};
-  int pending = atomic_load(&d->stage.pending);
+  int pending = host_runs_pending(d);
   double deadline = ringo_now() + d->timeout_s;
   for (;;) {
     const cudaError_t err = cudaStreamQuery(d->stream);
-    if (err != cudaErrorNotReady) {
+    /* The proxy moves a batch's flag just before it counts the batch done. */
+    if (err != cudaErrorNotReady && (err != cudaSuccess || ringo_p2p_device_pending(d->proxy) == 0)) {
       (void)cudaGetLastError();
       return 1;
     }
-    const int now_pending = atomic_load(&d->stage.pending);
+    const int now_pending = host_runs_pending(d);
     if (now_pending < pending) deadline = ringo_now() + d->timeout_s;
     pending = now_pending;
     if (ringo_now() > deadline) return 0;
@@ -244,10 +266,11 @@ static int device_idle(struct ringo_device* d) {
 
 ringoResult_t ringo_device_quiesce(ringoComm_t comm) {
   struct ringo_device* d = comm->device;
-  if (!d || !d->staged || atomic_load_explicit(&d->stage.pending, memory_order_acquire) == 0) return ringoSuccess;
+  if (!d || host_runs_pending(d) == 0) return ringoSuccess;
   if (device_idle(d)) return ringoSuccess;
-  return ringo_fail(ringoTimeout, "rank %d: staged device collectives of this communicator still queued after "
-                    "%.1f s without progress (a stream they wait on never ran?)", comm->rank, d->timeout_s);
+  return ringo_fail(ringoTimeout, "rank %d: staged device collectives or device sends/receives of this communicator "
+                    "still queued after %.1f s without progress (a stream they wait on never ran?)", comm->rank,
+                    d->timeout_s);
 }
 
 int ringo_device_drain(ringoComm_t comm) {
@@ -272,6 +295,7 @@ void ringo_device_free(ringoComm_t comm) {
   }
   const struct ringo_stage_ops ops = stage_ops(d);
   ringo_staged_free(&d->stage, &ops);
+  ringo_p2p_device_free(d->proxy, &ops);
   if (d->next_opened) (void)cudaIpcCloseMemHandle(d->next_region);
   if (d->region) (void)cudaFree(d->region);
   if (d->counters) (void)cudaFree(d->counters);
@@ -327,8 +351,11 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   }
 #endif
   (void)cudaGetLastError();
-  if (n == 1) {
-    d->usable = pmine.ok;
+  if (n == 1) { /* its collectives copy on the caller's stream; its sends to itself use ringo's */
+    struct dev_region unused;
+    d->usable = pmine.ok && alloc_own(d, &unused, n) == ringoSuccess;
+    if (pmine.ok && !d->usable) snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
+    (void)cudaGetLastError();
     return ringoSuccess;
   }
   struct dev_probe* probes = calloc((size_t)n, sizeof *probes);
@@ -370,7 +397,7 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   }
   struct dev_region rmine = {0};
   if (all_ok) {
-    rmine.ok = alloc_own(d, &rmine) == ringoSuccess;
+    rmine.ok = alloc_own(d, &rmine, n) == ringoSuccess;
     if (!rmine.ok) snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
   }
   if (res == ringoSuccess) res = rv->allgather(rv->ctx, &rmine, sizeof rmine, regions);
@@ -393,6 +420,10 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   else if (d->usable)
     RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, %d channels x %d slots x %zu bytes", me, d->dev,
                d->nchannels, DEV_NSLOTS, d->slot_bytes);
+  if (d->usable && d->local_ranks >= 4 && !getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
+    RINGO_INFO(RINGO_LOG_INIT, "rank %d: %d ranks of this process share device %d: their streams outnumber CUDA's 8 "
+               "hardware queues; set CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts (cuda/README.md)", me,
+               d->local_ranks, d->dev);
   else
     RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path off: %s", me, d->why);
   return res;
@@ -403,6 +434,7 @@ static ringoResult_t dev_code_result(int32_t code) {
     case RINGO_DEV_TIMEOUT: return ringoTimeout;
     case RINGO_DEV_POISONED: return ringoRemoteError;
     case RINGO_DEV_ABORTED: return ringoInvalidUsage;
+    case RINGO_DEV_MISMATCH: return ringoInvalidUsage;
     default: return ringoInternalError;
   }
 }
@@ -414,8 +446,13 @@ ringoResult_t ringo_device_async_error(ringoComm_t comm) {
   const ringoResult_t res = dev_code_result(code);
   if (atomic_load(&comm->error) == ringoSuccess) {
     ringo_fail(res, "rank %d: the ring kernel on device %d stopped: %s", comm->rank, d->dev,
-               code == RINGO_DEV_TIMEOUT ? "a wait passed RINGO_TIMEOUT" : code == RINGO_DEV_POISONED
-                   ? "a neighbour left on an error" : "the communicator was aborted");
+               code == RINGO_DEV_TIMEOUT    ? "a wait passed RINGO_TIMEOUT"
+               : code == RINGO_DEV_POISONED ? "a neighbour left on an error"
+               : code == RINGO_DEV_MISMATCH ? "collective mismatch: the previous rank in the ring called a different "
+                                              "collective (another kind, count, datatype, op or root, or its "
+                                              "collectives in another order); every rank must make the same calls "
+                                              "in the same order"
+                                            : "the communicator was aborted");
     ringo_comm_fail(comm, res);
   }
   return res;
@@ -485,7 +522,7 @@ static ringoResult_t launch(const struct ringo_op* op) {
   struct ringo_dev_ring r;
   const struct ringo_dev_coll c = {(int)op->coll, op->type, op->op, op->count, comm->nranks, comm->pos,
                                    comm->pos_of[op->root], comm->ring, op->sendbuff, op->recvbuff,
-                                   d->nchannels, DEV_NSLOTS, d->slot_bytes};
+                                   d->nchannels, DEV_NSLOTS, d->slot_bytes, op->seq};
   RINGO_CHECK(ringo_dev_ring_describe(&c, &r));
   r.recv_region = d->region;
   r.send_region = d->next_region;
@@ -515,9 +552,40 @@ ringoResult_t ringo_device_launch(const struct ringo_op* op) {
   return res;
 }
 
+static ringoResult_t p2p_launch(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+  struct ringo_device* d = comm->device;
+  struct ringo_p2p_call* calls = calloc(n, sizeof *calls);
+  if (!calls) return ringo_fail(ringoSystemError, "out of memory for %zu device sends/receives", n);
+  ringoResult_t res = ringoSuccess;
+  for (size_t i = 0; i < n && res == ringoSuccess; i++) { /* after the work of every caller stream of the batch */
+    const struct ringo_op* op = ops[i];
+    const int send = op->kind == RINGO_KIND_SEND;
+    calls[i] = (struct ringo_p2p_call){send, op->peer, send ? (void*)op->sendbuff : op->recvbuff, op->count, op->type};
+    cudaError_t err = cudaEventRecord(d->ready, (cudaStream_t)op->stream);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(d->stream, d->ready, 0);
+    if (err != cudaSuccess) res = cuda_fail(err, "ordering ringo's stream after the caller's");
+  }
+  const struct ringo_stage_ops sops = stage_ops(d);
+  if (res == ringoSuccess) res = ringo_p2p_device_launch(comm, &d->proxy, calls, n, &sops);
+  free(calls);
+  if (res == ringoSuccess) CU_CHECK(cudaEventRecord(d->done, d->stream), "cudaEventRecord");
+  return res;
+}
+
+ringoResult_t ringo_device_p2p_launch(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+  struct ringo_device* d = comm->device;
+  RINGO_CHECK(ringo_device_async_error(comm));
+  const int old = ringo_device_current();
+  if (old != d->dev) CU_CHECK(cudaSetDevice(d->dev), "cudaSetDevice");
+  const ringoResult_t res = p2p_launch(comm, ops, n);
+  if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
+  return res;
+}
+
 ringoResult_t ringo_device_join(const struct ringo_op* op) {
   struct ringo_device* d = op->comm->device;
-  if (op->comm->nranks == 1) return ringoSuccess; /* the copy ran on the caller's stream itself */
+  /* A rank alone copies its collectives on the caller's stream itself. */
+  if (op->comm->nranks == 1 && op->kind == RINGO_KIND_COLL) return ringoSuccess;
   CU_CHECK(cudaStreamWaitEvent((cudaStream_t)op->stream, d->done, 0), "cudaStreamWaitEvent on the caller's stream");
   return ringoSuccess;
 }
@@ -558,6 +626,10 @@ ringoResult_t ringo_device_check(const struct ringo_op* op, ringoStream_t stream
 }
 ringoResult_t ringo_device_launch(const struct ringo_op* op) {
   return ringo_fail(ringoInvalidUsage, "rank %d: this build has no CUDA path", op->comm->rank);
+}
+ringoResult_t ringo_device_p2p_launch(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+  (void)ops, (void)n;
+  return ringo_fail(ringoInvalidUsage, "rank %d: this build has no CUDA path", comm->rank);
 }
 ringoResult_t ringo_device_join(const struct ringo_op* op) {
   (void)op;

@@ -8,6 +8,14 @@
 #include "core.h"
 #include "schedule.h"
 
+/* The fingerprint every slot of this collective carries (cuda_ring.h): the fields the ranks must
+ * agree on, each exact. The root is a ring position, the same number on every rank for one root. */
+static struct ringo_dev_fingerprint fingerprint_of(const struct ringo_dev_coll* c) {
+  const uint64_t call = (uint64_t)(uint8_t)c->coll | (uint64_t)(uint8_t)c->type << 8 | (uint64_t)(uint8_t)c->op << 16 |
+                        (uint64_t)(uint8_t)c->root_pos << 24 | (uint64_t)(uint8_t)c->nranks << 32;
+  return (struct ringo_dev_fingerprint){c->seq, c->count, call};
+}
+
 ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct ringo_dev_ring* d) {
   const size_t esize = ringo_type_size(c->type);
   if (esize == 0 || (unsigned)c->op >= RINGO_NUM_OPS)
@@ -29,6 +37,7 @@ ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct rin
   d->slice_elems = c->slot_bytes / esize;
   d->sendbuff = c->sendbuff;
   d->recvbuff = c->recvbuff;
+  d->fp = fingerprint_of(c);
   struct ringo_step steps[RINGO_DEV_MAX_STEPS];
   d->nsteps = ringo_schedule(c->coll, c->nranks, c->pos, c->root_pos, steps);
   for (int t = 0; t < d->nsteps; t++) d->step[t] = (struct ringo_dev_step){(int32_t)steps[t].prim, steps[t].chunk};

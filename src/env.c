@@ -53,7 +53,7 @@ void ringo_env_read(struct ringo_env* env) {
    * against Open MPI with 200 us than with 4 yields; README, "The benchmark and the bound"). */
   env->yield_us = env_double("RINGO_YIELD_US", 200, 0, 1e6);
   env->cuda_enable = (int)env_double("RINGO_CUDA", 1, 0, 1);
-  env->cuda_channels = (int)env_double("RINGO_CUDA_CHANNELS", 0, 0, 32);
+  env->cuda_channels = (int)env_double("RINGO_CUDA_CHANNELS", 0, 0, 64);
   env->cuda_slice_bytes = env_bytes("RINGO_CUDA_SLICE_BYTES", 256 << 10, 4096, 64 << 20) & ~(size_t)4095;
   env_string("RINGO_HOSTNAME", env->hostname, sizeof env->hostname);
   if (!env->hostname[0] && gethostname(env->hostname, sizeof env->hostname - 1) != 0)

@@ -141,30 +141,69 @@ static void* run_comm_job(void* arg) {
 
 static void stop_comm_job(void* arg) { atomic_store(&((struct comm_job*)arg)->comm->abort_flag, 1); }
 
-/* Device collectives only enqueue, so the calling thread does them all: first every launch, then
+/* A device send or receive, and the device ops of its communicator after it up to the next
+ * device collective, go to the proxy as one batch (progressed together, like a host batch). */
+static ringoResult_t launch_p2p_batch(struct ringo_op* ops, size_t nops, size_t first, unsigned char* taken,
+                                      const struct ringo_op** batch) {
+  const ringoComm_t comm = ops[first].comm;
+  size_t n = 0;
+  for (size_t j = first; j < nops; j++) {
+    if (!ops[j].device || ops[j].comm != comm) continue;
+    if (ops[j].kind == RINGO_KIND_COLL) break;
+    taken[j] = 1;
+    ops[j].defer_join = 1;
+    batch[n++] = &ops[j];
+  }
+  const ringoResult_t r = ringo_p2p_run_device(comm, batch, n, 0); /* records its errors in the communicator */
+  for (size_t k = 0; r != ringoSuccess && k < n; k++) ((struct ringo_op*)batch[k])->defer_join = 0;
+  return r;
+}
+
+/* Device operations only enqueue, so the calling thread does them all: first every launch, then
  * every join — were a rank's caller stream to wait for its kernel before the next rank's kernel
  * was launched, ranks sharing a stream would wait for each other in stream order. */
 static ringoResult_t run_device_ops(struct ringo_op* ops, size_t nops) {
-  ringoResult_t res = ringoSuccess;
-  for (size_t i = 0; i < nops; i++) {
-    if (!ops[i].device) continue;
-    ops[i].defer_join = 1;
-    const ringoResult_t r = ringo_coll_run(&ops[i]); /* records its errors in the communicator */
-    if (r != ringoSuccess) {
-      ops[i].defer_join = 0; /* launched nothing: nothing to join */
-      if (res == ringoSuccess) res = ringo_annotate(r, "ringoGroupEnd: rank %d: %s", ops[i].comm->rank,
-                                                    ops[i].comm->last_error);
+  unsigned char* taken = calloc(nops, 1);
+  const struct ringo_op** batch = calloc(nops, sizeof *batch);
+  ringoResult_t res = taken && batch ? ringoSuccess : ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
+  for (size_t i = 0; res == ringoSuccess && i < nops; i++) {
+    if (!ops[i].device || taken[i]) continue;
+    ringoResult_t r;
+    if (ops[i].kind == RINGO_KIND_COLL) {
+      ops[i].defer_join = 1;
+      r = ringo_coll_run(&ops[i]); /* records its errors in the communicator */
+      if (r != ringoSuccess) ops[i].defer_join = 0; /* launched nothing: nothing to join */
+    } else {
+      r = launch_p2p_batch(ops, nops, i, taken, batch);
     }
+    if (r != ringoSuccess && res == ringoSuccess)
+      res = ringo_annotate(r, "ringoGroupEnd: rank %d: %s", ops[i].comm->rank, ops[i].comm->last_error);
   }
   for (size_t i = 0; i < nops; i++)
     if (ops[i].device && ops[i].defer_join) {
       const ringoResult_t r = ringo_device_join(&ops[i]);
       if (r != ringoSuccess && res == ringoSuccess) res = r;
     }
+  free(taken);
+  free(batch);
   return res;
 }
 
+/* A communicator's host sends and receives would run on this thread while its proxy runs the
+ * device ones over the same links: one group may not mix them. Checked before anything runs. */
+static ringoResult_t check_p2p_memory(const struct ringo_op* ops, size_t nops) {
+  for (size_t i = 0; i < nops; i++) {
+    if (ops[i].kind == RINGO_KIND_COLL || !ops[i].device) continue;
+    for (size_t j = 0; j < nops; j++)
+      if (ops[j].comm == ops[i].comm && ops[j].kind != RINGO_KIND_COLL && !ops[j].device && ops[j].count > 0)
+        return ringo_fail(ringoInvalidUsage, "ringoGroupEnd: rank %d's sends and receives in this group mix device "
+                          "and host buffers; put them in separate groups", ops[i].comm->rank);
+  }
+  return ringoSuccess;
+}
+
 static ringoResult_t run_queued(struct ringo_op* ops, size_t nops) {
+  RINGO_CHECK(check_p2p_memory(ops, nops));
   const ringoResult_t dev_res = run_device_ops(ops, nops);
   size_t nhost = 0;
   for (size_t i = 0; i < nops; i++) nhost += !ops[i].device;

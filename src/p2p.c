@@ -322,13 +322,15 @@ static ringoResult_t run_batch(ringoComm_t comm, struct task* tasks, const struc
   return progress(comm, tasks, n);
 }
 
-ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+static ringoResult_t run_p2p(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int after_device) {
   ringoResult_t res = ringo_comm_check_usable(comm, kind_name(ops[0]));
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   struct task* tasks = calloc(n, sizeof *tasks);
   if (!tasks) return ringo_comm_record(comm, ringo_fail(ringoSystemError, "out of memory for %zu sends/receives", n));
   atomic_fetch_add(&comm->inflight, 1);
-  res = run_batch(comm, tasks, ops, n);
+  /* The proxy of device sends and receives drives the same links from its own thread. */
+  if (after_device) res = ringo_device_quiesce(comm);
+  if (res == ringoSuccess) res = run_batch(comm, tasks, ops, n);
   if (res != ringoSuccess) ringo_comm_fail(comm, res);
   free(tasks);
   /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
@@ -336,9 +338,29 @@ ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops,
   return res;
 }
 
+ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+  return run_p2p(comm, ops, n, 1);
+}
+
+ringoResult_t ringo_p2p_run_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join) {
+  ringoResult_t res = ringo_comm_check_usable(comm, kind_name(ops[0]));
+  if (res != ringoSuccess) return ringo_comm_record(comm, res);
+  atomic_fetch_add(&comm->inflight, 1);
+  res = ringo_device_p2p_launch(comm, ops, n);
+  for (size_t i = 0; join && res == ringoSuccess && i < n; i++) res = ringo_device_join(ops[i]);
+  if (res != ringoSuccess) ringo_comm_fail(comm, res); /* a half-enqueued batch leaves the links out of step */
+  atomic_fetch_sub(&comm->inflight, 1);
+  return res;
+}
+
+ringoResult_t ringo_p2p_run_staged(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+  return run_p2p(comm, ops, n, 0);
+}
+
 /* ---- the public entry points ---- */
 
 static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
+  op.stream = stream;
   ringo_thread_clear_error();
   const char* name = kind_name(&op);
   const ringoComm_t comm = op.comm;
@@ -356,10 +378,9 @@ static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
   else if (op.count > 0 && !buf)
     res = ringo_fail(ringoInvalidArgument, "%s: %s is NULL with count %zu", name,
                      op.kind == RINGO_KIND_SEND ? "sendbuff" : "recvbuff", op.count);
-  else if (op.count > 0 && ringo_device_is_device_ptr(buf))
-    res = ringo_fail(ringoInvalidUsage, "%s: device buffers are not supported by point-to-point yet; stage them in "
-                     "host memory", name);
-  else if (stream)
+  else if ((op.device = op.count > 0 && ringo_device_is_device_ptr(buf)))
+    res = ringo_device_check(&op, stream, ringo_group_active(), name);
+  else if (stream && op.count > 0) /* count 0 with a stream is a no-op, as in NCCL */
     res = ringo_fail(ringoInvalidArgument, "%s: a stream was given with a host buffer; point-to-point on host "
                      "memory runs on the calling thread: pass NULL", name);
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
@@ -370,6 +391,7 @@ static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
                                               "ringoSend and the ringoRecv in one ringoGroupStart/End", name,
                                               comm->rank, op.kind == RINGO_KIND_SEND ? "sends to" : "receives from"));
   const struct ringo_op* one = &op;
+  if (op.device) return ringo_p2p_run_device(comm, &one, 1, 1);
   return ringo_p2p_run(comm, &one, 1);
 }
 

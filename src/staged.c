@@ -37,9 +37,7 @@ static void run_on_host(void* arg) {
   free(r);
 }
 
-/* A buffer of at least `need` bytes. The old one may still be read or written by enqueued work,
- * so everything drains before it goes. */
-static ringoResult_t grow(void** buf, size_t* cap, size_t need, const struct ringo_stage_ops* ops) {
+ringoResult_t ringo_stage_grow(void** buf, size_t* cap, size_t need, const struct ringo_stage_ops* ops) {
   if (need <= *cap) return ringoSuccess;
   if (*buf) {
     RINGO_CHECK(ops->drain(ops->ctx));
@@ -55,8 +53,8 @@ static ringoResult_t grow(void** buf, size_t* cap, size_t need, const struct rin
 ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops) {
   size_t in_bytes = 0, out_bytes = 0;
   ringo_staged_extent(op->coll, op->count, op->type, op->comm->nranks, op->comm->rank, op->root, &in_bytes, &out_bytes);
-  RINGO_CHECK(grow(&st->in, &st->in_cap, in_bytes, ops));
-  RINGO_CHECK(grow(&st->out, &st->out_cap, out_bytes, ops));
+  RINGO_CHECK(ringo_stage_grow(&st->in, &st->in_cap, in_bytes, ops));
+  RINGO_CHECK(ringo_stage_grow(&st->out, &st->out_cap, out_bytes, ops));
   struct staged_run* r = malloc(sizeof *r);
   if (!r) return ringo_fail(ringoSystemError, "out of memory for a staged collective");
   r->st = st;

@@ -1,12 +1,14 @@
 // staged_fake.h — a stand-in for ringo's CUDA stream so staged device collectives (src/staged.c)
 // run without a GPU: a worker thread runs the enqueued copies (memcpy) and host functions in order.
-// Header-only; used by test/test_staged.cc (threads) and test/mpi/test_mpi_staged.cc (MPI links).
+// Header-only; used by test/test_staged.cc (threads), test/mpi/test_mpi_staged.cc (MPI links) and
+// test/test_p2p_device.cc (device point-to-point's proxy).
 #ifndef RINGO_TEST_STAGED_FAKE_H_
 #define RINGO_TEST_STAGED_FAKE_H_
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -110,10 +112,26 @@ inline ringoResult_t FakeDrain(void* ctx) {
   return ringoSuccess;
 }
 
+// The stream waits until another thread moves *flag to value (the proxy of device point-to-point).
+// Bounded so a proxy that never moves it fails the test instead of hanging the suite.
+inline ringoResult_t FakeWaitFlag(void* ctx, const uint64_t* flag, uint64_t value) {
+  static_cast<FakeStream*>(ctx)->Enqueue([=] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) < value) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "the stream waited 60 s for flag value " << value;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  });
+  return ringoSuccess;
+}
+
 struct Stager {
   FakeStream stream;
   ringo_stage stage{};
-  ringo_stage_ops ops{&stream, FakeCopy, FakeCopy, FakeHostFn, FakeAlloc, FakeFree, FakeDrain};
+  ringo_stage_ops ops{&stream, FakeCopy, FakeCopy, FakeHostFn, FakeAlloc, FakeFree, FakeDrain, FakeWaitFlag};
   ~Stager() { ringo_staged_free(&stage, &ops); }
 };
 

@@ -1,9 +1,11 @@
 // test_cuda_ring.cc — the ring kernel's own block code (cuda/ring.cu) run on the CPU: every rank's every
 // channel on a host thread, over FIFO regions in host memory, for every collective, dtype and op, with
-// descriptors from src/device_plan.c; results checked exactly; then timeouts, poison and abort. Needs a
-// CUDA build (nvcc), not a GPU. Run: make test (build/test/test_cuda_ring).
+// descriptors from src/device_plan.c; results checked exactly; then timeouts, poison, abort and ranks
+// that disagree on the collective (slot stamps). Needs a CUDA build (nvcc), not a GPU.
+// Run: make test (build/test/test_cuda_ring).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -28,11 +30,12 @@ using ringo_cases::Coll;
 using Pattern = ringo_cases::ExactPattern<ringo_cases::SmallIntData>;
 
 // A ring of n emulated ranks: each rank's FIFO region (written by its previous rank), its counters
-// (which, as on the GPU, persist from one collective to the next), its error word, one abort flag.
+// (which, as on the GPU, persist from one collective to the next), its collective sequence number
+// (one more for every collective, as a communicator's), its error word, one abort flag.
 class EmulatedRing {
  public:
   EmulatedRing(int n, int nchannels, int nslots, size_t slot_bytes)
-      : n_(n), nch_(nchannels), nslots_(nslots), slot_bytes_(slot_bytes), ring_(n), errors_(n, 0) {
+      : n_(n), nch_(nchannels), nslots_(nslots), slot_bytes_(slot_bytes), ring_(n), seq_(n, 0), errors_(n, 0) {
     std::iota(ring_.begin(), ring_.end(), 0);
     const size_t bytes = ringo_dev_region_bytes(nchannels, nslots, slot_bytes);
     for (int r = 0; r < n; r++) {
@@ -46,10 +49,17 @@ class EmulatedRing {
   // code (the first of its channels that failed). skip_rank never runs (a rank that died).
   std::vector<int> Run(const Case& c, std::vector<CaseBufs>& bufs, int skip_rank = -1, uint64_t timeout_ns = 20e9,
                        unsigned nthreads = 3) {
+    return RunEach(std::vector<Case>(static_cast<size_t>(n_), c), bufs, skip_rank, timeout_ns, nthreads);
+  }
+
+  // The same with rank r calling cases[r]: ranks that disagree, as a wrong program's would.
+  std::vector<int> RunEach(const std::vector<Case>& cases, std::vector<CaseBufs>& bufs, int skip_rank = -1,
+                           uint64_t timeout_ns = 20e9, unsigned nthreads = 3) {
     std::vector<ringo_dev_ring> d(static_cast<size_t>(n_));
     for (int r = 0; r < n_; r++) {
+      const Case& c = cases[r];
       const ringo_dev_coll dc = {static_cast<int>(c.coll), c.type, c.op, c.count, n_, r, c.root, ring_.data(),
-                                 bufs[r].send, bufs[r].recv, nch_, nslots_, slot_bytes_};
+                                 bufs[r].send, bufs[r].recv, nch_, nslots_, slot_bytes_, seq_[r]++};
       EXPECT_EQ(ringo_dev_ring_describe(&dc, &d[r]), ringoSuccess) << ringo_cases::Label(c);
       d[r].recv_region = regions_[r].get();
       d[r].send_region = regions_[(r + 1) % n_].get();
@@ -73,12 +83,15 @@ class EmulatedRing {
 
   int32_t error(int r) const { return errors_[r]; }
   void SetAbort() { abort_ = 1; }
+  // Rank r has called one collective more than the others: its sequence numbers run ahead.
+  void SkipCollective(int r) { seq_[r]++; }
   const uint64_t* counters(int r) const { return counters_[r].data(); }
 
  private:
   int n_, nch_, nslots_;
   size_t slot_bytes_;
   std::vector<int> ring_;
+  std::vector<uint64_t> seq_;
   std::vector<std::unique_ptr<char, void (*)(void*)>> regions_;
   std::vector<std::vector<uint64_t>> counters_;
   std::vector<int32_t> errors_;
@@ -197,11 +210,96 @@ TEST(CudaRingEmulatedFailures, AbortEndsTheWaits) {
   EXPECT_EQ(codes[0], RINGO_DEV_ABORTED);
 }
 
+// Runs cases (rank r calls cases[r]; 2 s bound on every wait) on a fresh ring, or on ring when
+// given, and checks what a disagreement must give: every rank stops on MISMATCH or on the poison a
+// mismatched neighbour left, at least one rank saw the mismatch itself, and all of that long
+// before any wait could have timed out.
+void ExpectMismatch(const std::vector<Case>& cases, EmulatedRing* ring = nullptr) {
+  const int n = static_cast<int>(cases.size());
+  EmulatedRing fresh(n, 2, 2, 64);
+  if (!ring) ring = &fresh;
+  std::vector<CaseBufs> bufs(static_cast<size_t>(n));
+  std::string what;
+  for (int r = 0; r < n; r++) {
+    const Case& c = cases[r];
+    const Pattern pat(c.type, c.coll == Coll::kAllGather || c.coll == Coll::kBroadcast ? ringoSum : c.op, n);
+    ringo_cases::Prepare(c, pat, n, r, &bufs[r]);
+    what += " rank " + std::to_string(r) + ": " + ringo_cases::Label(c) + ";";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int> codes = ring->RunEach(cases, bufs, /*skip_rank=*/-1, /*timeout_ns=*/2000000000ull);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 1.0) << what << " took as long as a timeout: the mismatch was not caught";
+  int mismatches = 0;
+  for (int r = 0; r < n; r++) {
+    EXPECT_TRUE(codes[r] == RINGO_DEV_MISMATCH || codes[r] == RINGO_DEV_POISONED)
+        << what << " rank " << r << " left with " << codes[r];
+    EXPECT_TRUE(ring->error(r) == RINGO_DEV_MISMATCH || ring->error(r) == RINGO_DEV_POISONED)
+        << what << " rank " << r << "'s error word holds " << ring->error(r);
+    mismatches += ring->error(r) == RINGO_DEV_MISMATCH;
+    EXPECT_TRUE(bufs[r].GuardsIntact()) << what << " rank " << r << ": written past a buffer";
+  }
+  EXPECT_GE(mismatches, 1) << what << " nobody saw the mismatch itself";
+}
+
+TEST(CudaRingEmulatedMismatch, DifferentCountsAreCaught) {
+  const Case a{Coll::kAllReduce, ringoFloat32, ringoSum, 1000, false, 0};
+  Case b = a;
+  b.count = 999;
+  ExpectMismatch({a, b});
+  b.count = 4000;  // more rounds than the other rank runs
+  ExpectMismatch({a, b});
+  ExpectMismatch({a, a, b, a});  // one rank of four: only its links see it, the rest are poisoned
+}
+
+TEST(CudaRingEmulatedMismatch, DifferentOpsAreCaught) {
+  const Case a{Coll::kAllReduce, ringoInt32, ringoSum, 1000, false, 0};
+  Case b = a;
+  b.op = ringoMax;
+  ExpectMismatch({a, b});
+  b.op = ringoAvg;
+  ExpectMismatch({a, a, b});
+}
+
+// The other fields of the fingerprint: dtype (same count, so another slice length), collective
+// kind (another schedule), root. (Only a slot that moves carries a stamp: a Reduce of three ranks
+// where rank 1 alone names root 1 has every rank wait to receive first, which ends in a timeout.)
+TEST(CudaRingEmulatedMismatch, DifferentTypesCollectivesAndRootsAreCaught) {
+  const Case a{Coll::kAllReduce, ringoFloat32, ringoSum, 1000, false, 0};
+  Case b = a;
+  b.type = ringoInt32;
+  ExpectMismatch({a, b});
+  b = a;
+  b.coll = Coll::kReduceScatter;
+  ExpectMismatch({a, b, a});
+  const Case r0{Coll::kReduce, ringoFloat32, ringoSum, 1000, false, 0};
+  Case r1 = r0;
+  r1.root = 1;
+  ExpectMismatch({r0, r0, r1});
+}
+
+// A rank one collective ahead (it called one the others did not) calls the same thing as they do
+// next; only the sequence number tells them apart. Run after good collectives on the same ring, so
+// the stamps and counters of earlier collectives are in place, as on a live communicator.
+TEST(CudaRingEmulatedMismatch, ARankACollectiveAheadIsCaught) {
+  for (int ahead : {0, 1}) {
+    EmulatedRing ring(3, 2, 2, 64);
+    for (size_t count : {5, 300, 1001}) {
+      const Case good{Coll::kAllReduce, ringoInt32, ringoSum, count, false, 0};
+      ASSERT_EQ(RunAndCheck(ring, good, 3), "") << "no false mismatch across collectives";
+    }
+    ring.SkipCollective(ahead);
+    const Case c{Coll::kAllReduce, ringoInt32, ringoSum, 1001, false, 0};
+    ExpectMismatch({c, c, c}, &ring);
+  }
+}
+
 TEST(CudaRingDescribe, RefusesShapesTheKernelCannotRun) {
   std::vector<int> ring(65);
   std::iota(ring.begin(), ring.end(), 0);
   ringo_dev_ring d;
-  ringo_dev_coll c = {RINGO_COLL_ALLREDUCE, ringoFloat32, ringoSum, 10, 65, 0, 0, ring.data(), nullptr, nullptr, 1, 2, 64};
+  ringo_dev_coll c = {RINGO_COLL_ALLREDUCE, ringoFloat32, ringoSum, 10, 65, 0, 0, ring.data(), nullptr, nullptr, 1, 2, 64,
+                      7};
   EXPECT_EQ(ringo_dev_ring_describe(&c, &d), ringoInvalidUsage) << "65 ranks";
   c.nranks = 4;
   c.slot_bytes = 72;
@@ -215,6 +313,31 @@ TEST(CudaRingDescribe, RefusesShapesTheKernelCannotRun) {
   EXPECT_EQ(d.slice_elems, 16u);
   EXPECT_EQ(d.rounds, 1u);
   EXPECT_LE(sizeof(ringo_dev_ring), 4096u) << "a kernel parameter must fit 4 KiB";
+  // The fingerprint: every field the ranks must agree on, exact.
+  c.coll = RINGO_COLL_REDUCE;
+  c.op = ringoMax;
+  c.root_pos = 3;
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.fp.seq, 7u);
+  EXPECT_EQ(d.fp.count, 10u);
+  EXPECT_EQ(d.fp.call, static_cast<uint64_t>(RINGO_COLL_REDUCE) | static_cast<uint64_t>(ringoFloat32) << 8 |
+                           static_cast<uint64_t>(ringoMax) << 16 | 3ull << 24 | 4ull << 32);
+}
+
+// Each channel's stamps follow its slots inside the region the host allocates, padded so every
+// channel's payload starts 128-byte aligned (the slots themselves start on a page).
+TEST(CudaRingDescribe, RegionLayoutLeavesRoomForStamps) {
+  EXPECT_EQ(sizeof(ringo_dev_stamp), 32u);
+  for (int nch : {1, 3, 32})
+    for (int nslots : {1, 3, 4})
+      for (size_t slot : {16, 64, 262144}) {
+        const size_t slots = ringo_dev_slots_offset(nch), per = ringo_dev_channel_bytes(nslots, slot);
+        EXPECT_EQ(slots % 4096, 0u);
+        EXPECT_GE(slots, nch * sizeof(ringo_dev_flags));
+        EXPECT_EQ(per % 128, 0u) << "channel " << nch << " x " << nslots << " x " << slot;
+        EXPECT_GE(per, static_cast<size_t>(nslots) * (slot + sizeof(ringo_dev_stamp)));
+        EXPECT_EQ(ringo_dev_region_bytes(nch, nslots, slot), slots + static_cast<size_t>(nch) * per);
+      }
 }
 
 }  // namespace

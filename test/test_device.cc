@@ -1,12 +1,14 @@
 // test_device.cc — device-pointer collectives on a GPU: ringoCommInitAll with one device listed N times
 // (N = 2, 4, 8 ranks on one GPU, driven from one thread in groups, one stream per rank), forked ranks
-// over CUDA IPC (N = 2, 4), every collective checked exactly on the host; refusals. Every GPU test
+// over CUDA IPC (N = 2, 4), every collective checked exactly on the host; device ringoSend/ringoRecv
+// (all-to-all, ring shift; one process and three); refusals. Every GPU test
 // skips, with the reason, where no GPU answers. CUDA is only touched in forked children (CUDA does
 // not survive fork). Run: make test, and on a GPU make gpu-check.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -151,17 +153,16 @@ void RunCaseOnDevice(const Case& c, int n, const std::vector<int>& ranks, const 
   }
 }
 
-class DeviceInitAll : public testing::TestWithParam<int> {};
-
-// N ranks on one GPU, in one process: the same device listed N times.
-TEST_P(DeviceInitAll, EveryCollectiveOnOneGpuIsExact) {
-  const std::string why = NoGpuReason();
-  if (!why.empty()) GTEST_SKIP() << why;
-  const int n = GetParam();
-  Options o;  // one GPU, every kernel resident: a wait past 10 s is a bug, not slowness
+// N ranks on GPU 0 in one (forked) process, from ringoCommInitAll with device 0 listed N times, each
+// with a stream of its own: body(ranks, comms, streams), then everything destroyed. One GPU, every
+// kernel resident: a wait past 10 s is a bug, not slowness.
+using RanksFn = std::function<void(const std::vector<int>&, const std::vector<ringoComm_t>&,
+                                   const std::vector<cudaStream_t>&)>;
+void OnOneGpu(int n, const RanksFn& body) {
+  Options o;
   o.deadline_s = 60;
   o.ringo_timeout_s = 10;
-  ringo_test::RunProcesses(1, [n](int, const ringoUniqueId&, Shared&) {
+  ringo_test::RunProcesses(1, [&](int, const ringoUniqueId&, Shared&) {
     std::vector<int> devlist(n, 0), ranks(n);
     std::vector<ringoComm_t> comms(n);
     std::vector<cudaStream_t> streams(n);
@@ -173,6 +174,23 @@ TEST_P(DeviceInitAll, EveryCollectiveOnOneGpuIsExact) {
       EXPECT_EQ(dev, 0);
       CU_OK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
     }
+    body(ranks, comms, streams);
+    for (int r = 0; r < n; r++) {
+      cudaStreamDestroy(streams[r]);
+      EXPECT_EQ(ringoCommDestroy(comms[r]), ringoSuccess);
+    }
+  }, o);
+}
+
+class DeviceInitAll : public testing::TestWithParam<int> {};
+
+// N ranks on one GPU, in one process: the same device listed N times.
+TEST_P(DeviceInitAll, EveryCollectiveOnOneGpuIsExact) {
+  const std::string why = NoGpuReason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const int n = GetParam();
+  OnOneGpu(n, [n](const std::vector<int>& ranks, const std::vector<ringoComm_t>& comms,
+                  const std::vector<cudaStream_t>& streams) {
     for (const Case& c : DeviceCases(n)) {
       RunCaseOnDevice(c, n, ranks, comms, streams);
       if (testing::Test::HasFailure()) break;
@@ -180,11 +198,7 @@ TEST_P(DeviceInitAll, EveryCollectiveOnOneGpuIsExact) {
     ringoCommStats st;
     ASSERT_EQ(ringoCommGetStats(comms[0], &st), ringoSuccess);
     EXPECT_GT(st.bytesSent, 0u) << "device collectives count their bytes too";
-    for (int r = 0; r < n; r++) {
-      cudaStreamDestroy(streams[r]);
-      EXPECT_EQ(ringoCommDestroy(comms[r]), ringoSuccess);
-    }
-  }, o);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(N, DeviceInitAll, testing::Values(2, 4, 8));
@@ -215,9 +229,121 @@ TEST_P(DeviceProcesses, AllReduceOverCudaIpcIsExact) {
 
 INSTANTIATE_TEST_SUITE_P(N, DeviceProcesses, testing::Values(2, 4));
 
-// Refusals that need a GPU to be reached: mixed host/device buffers, device point-to-point, a
-// device number out of range, ranks sharing the legacy stream outside a group (and the same
-// inside a group, where it is safe).
+// What rank `from` sends rank `to` in the point-to-point tests: distinct for every pair.
+float P2pValue(int from, int to, size_t i) { return (float)(from * 64 + to) + (float)(i % 1021) * 0.25f; }
+
+// The ranks ranks[] (comms[k], streams[k]) driven by this thread: a grouped all-to-all of `count`
+// floats per pair on device buffers, itself included, checked on the host. A second round shows
+// the staging and proxy reused.
+void DeviceAllToAll(int n, const std::vector<int>& ranks, const std::vector<ringoComm_t>& comms,
+                    const std::vector<cudaStream_t>& streams, size_t count) {
+  const size_t bytes = count * sizeof(float);
+  std::vector<float*> out(ranks.size()), in(ranks.size());
+  for (size_t k = 0; k < ranks.size(); k++) {
+    std::vector<float> h(count * (size_t)n);
+    for (int p = 0; p < n; p++)
+      for (size_t i = 0; i < count; i++) h[(size_t)p * count + i] = P2pValue(ranks[k], p, i);
+    CU_OK(cudaMalloc(reinterpret_cast<void**>(&out[k]), bytes * (size_t)n));
+    CU_OK(cudaMalloc(reinterpret_cast<void**>(&in[k]), bytes * (size_t)n));
+    CU_OK(cudaMemcpy(out[k], h.data(), bytes * (size_t)n, cudaMemcpyHostToDevice));
+  }
+  for (int round = 0; round < 2; round++) {
+    for (size_t k = 0; k < ranks.size(); k++) CU_OK(cudaMemset(in[k], 0xff, bytes * (size_t)n));
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    for (size_t k = 0; k < ranks.size(); k++)
+      for (int p = 0; p < n; p++) {
+        const ringoStream_t st = reinterpret_cast<ringoStream_t>(streams[k]);
+        EXPECT_EQ(ringoSend(out[k] + (size_t)p * count, count, ringoFloat32, p, comms[k], st), ringoSuccess);
+        EXPECT_EQ(ringoRecv(in[k] + (size_t)p * count, count, ringoFloat32, p, comms[k], st), ringoSuccess);
+      }
+    ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(nullptr);
+    for (size_t k = 0; k < ranks.size(); k++) {
+      CU_OK(cudaStreamSynchronize(streams[k]));
+      ringoResult_t async = ringoInternalError;
+      EXPECT_EQ(ringoCommGetAsyncError(comms[k], &async), ringoSuccess);
+      ASSERT_EQ(async, ringoSuccess) << ringoGetLastError(comms[k]);
+      std::vector<float> got(count * (size_t)n);
+      CU_OK(cudaMemcpy(got.data(), in[k], bytes * (size_t)n, cudaMemcpyDeviceToHost));
+      for (int p = 0; p < n; p++)
+        for (size_t i = 0; i < count; i++)
+          ASSERT_EQ(got[(size_t)p * count + i], P2pValue(p, ranks[k], i))
+              << "round " << round << ": rank " << ranks[k] << " from rank " << p << ", element " << i;
+    }
+  }
+  for (size_t k = 0; k < ranks.size(); k++) {
+    cudaFree(out[k]);
+    cudaFree(in[k]);
+  }
+}
+
+class DeviceP2pInitAll : public testing::TestWithParam<int> {};
+
+// ringoSend/ringoRecv on device buffers, N ranks on one GPU in one process: a grouped all-to-all,
+// then a shift along the ring, one group per rank, from this one thread (a group of device calls
+// only enqueues, so rank 0's returns before rank 1 has called anything: with host buffers this
+// would need a thread per rank), then a host collective on the same communicators (it waits for
+// their device sends and receives first).
+TEST_P(DeviceP2pInitAll, AllToAllAndAShiftOnOneGpu) {
+  const std::string why = NoGpuReason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const int n = GetParam();
+  OnOneGpu(n, [n](const std::vector<int>& ranks, const std::vector<ringoComm_t>& comms,
+                  const std::vector<cudaStream_t>& streams) {
+    DeviceAllToAll(n, ranks, comms, streams, (1u << 20) / sizeof(float));  // 1 MiB per pair
+    const size_t count = 300001;
+    std::vector<float*> buf(n);
+    for (int r = 0; r < n; r++) {
+      std::vector<float> h(count);
+      for (size_t i = 0; i < count; i++) h[i] = P2pValue(r, (r + 1) % n, i);
+      CU_OK(cudaMalloc(reinterpret_cast<void**>(&buf[r]), 2 * count * sizeof(float)));
+      CU_OK(cudaMemcpy(buf[r], h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    for (int r = 0; r < n; r++) { /* one group per rank: its send and receive progress together */
+      const ringoStream_t st = reinterpret_cast<ringoStream_t>(streams[r]);
+      ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+      EXPECT_EQ(ringoSend(buf[r], count, ringoFloat32, (r + 1) % n, comms[r], st), ringoSuccess);
+      EXPECT_EQ(ringoRecv(buf[r] + count, count, ringoFloat32, (r + n - 1) % n, comms[r], st), ringoSuccess);
+      ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(comms[r]);
+    }
+    for (int r = 0; r < n; r++) {
+      CU_OK(cudaStreamSynchronize(streams[r]));
+      std::vector<float> got(count);
+      CU_OK(cudaMemcpy(got.data(), buf[r] + count, count * sizeof(float), cudaMemcpyDeviceToHost));
+      const int prev = (r + n - 1) % n;
+      for (size_t i = 0; i < count; i++) ASSERT_EQ(got[i], P2pValue(prev, r, i)) << "rank " << r << " element " << i;
+      cudaFree(buf[r]);
+    }
+    std::vector<std::vector<int32_t>> hin(n, std::vector<int32_t>(1000)), hout(n, std::vector<int32_t>(1000));
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    for (int r = 0; r < n; r++) {
+      for (auto& x : hin[r]) x = r + 1;
+      EXPECT_EQ(ringoAllReduce(hin[r].data(), hout[r].data(), 1000, ringoInt32, ringoSum, comms[r], nullptr), ringoSuccess);
+    }
+    ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(nullptr);
+    for (int r = 0; r < n; r++) EXPECT_EQ(hout[r][999], n * (n + 1) / 2);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(N, DeviceP2pInitAll, testing::Values(2, 4));
+
+// The same all-to-all with one rank per process (shm links between the proxies).
+TEST(DeviceP2pProcesses, AllToAllAcrossProcessesOnOneGpu) {
+  const std::string why = NoGpuReason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  Options o;
+  o.deadline_s = 60;
+  o.ringo_timeout_s = 30;
+  ringo_test::RunForked(3, [](ringo_test::Team& t) {
+    cudaStream_t s;
+    CU_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    DeviceAllToAll(t.nranks, t.ranks, t.comms, {s}, 100003);
+    cudaStreamDestroy(s);
+  }, o);
+}
+
+// Refusals that need a GPU to be reached: mixed host/device buffers (in a collective, and device
+// and host sends of one communicator in one group), a device number out of range, ranks sharing
+// the legacy stream outside a group (collective and send; the same inside a group is safe).
 TEST(DeviceRefusals, MixedBuffersDevicePointToPointAndBadDevices) {
   const std::string why = NoGpuReason();
   if (!why.empty()) GTEST_SKIP() << why;
@@ -234,6 +360,12 @@ TEST(DeviceRefusals, MixedBuffersDevicePointToPointAndBadDevices) {
     std::vector<float> hbuf(1024);
     EXPECT_EQ(ringoAllReduce(dbuf, hbuf.data(), 1024, ringoFloat32, ringoSum, comms[0], nullptr), ringoInvalidArgument);
     EXPECT_EQ(ringoSend(dbuf, 1024, ringoFloat32, 1, comms[0], nullptr), ringoInvalidUsage);
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    EXPECT_EQ(ringoSend(dbuf, 1024, ringoFloat32, 1, comms[0], nullptr), ringoSuccess);
+    EXPECT_EQ(ringoSend(hbuf.data(), 1024, ringoFloat32, 1, comms[0], nullptr), ringoSuccess);
+    EXPECT_EQ(ringoGroupEnd(), ringoInvalidUsage);
+    EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("mix device and host"), std::string::npos)
+        << ringoGetLastError(nullptr);
     // Two ranks of this process on one GPU sharing the legacy stream would wait for each other in
     // stream order: refused outside a group, and safe inside one (every launch before any wait).
     EXPECT_EQ(ringoAllReduce(dbuf, dbuf, 1024, ringoFloat32, ringoSum, comms[0], nullptr), ringoInvalidUsage);

@@ -58,6 +58,7 @@ struct ringoComm {
   atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
   atomic_int inflight;          /* collectives running now (Abort waits for them to leave) */
   _Atomic ringoResult_t error;  /* sticky: a collective failed mid-flight, the ring is unusable */
+  atomic_int failing;           /* the first failure claimed it: later ones keep error and fail_error */
   _Atomic uint64_t bytes_sent, bytes_received, collectives;
   struct ringo_trace* trace;    /* RINGO_TRACE recorder, or NULL */
   uint64_t seq;                 /* collectives started on this communicator (fingerprints) */
@@ -133,6 +134,12 @@ ringoResult_t ringo_coll_run_staged(const struct ringo_op* op);
  * links closed and the mailbox unmapped when the communicator goes. */
 ringoResult_t ringo_p2p_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
 ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n);
+/* The same for the proxy of device point-to-point (p2p_device.c), on staged host copies: it does
+ * not wait for the communicator's device work, being part of it. */
+ringoResult_t ringo_p2p_run_staged(ringoComm_t comm, const struct ringo_op* const* ops, size_t n);
+/* n device sends and receives of comm, enqueued as one batch on ringo's stream (device.c); with
+ * join, each op's stream then waits for it. Records its errors in the communicator. */
+ringoResult_t ringo_p2p_run_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join);
 void ringo_p2p_free(ringoComm_t comm);
 
 /* Queues op when this thread is inside ringoGroupStart/End; returns 1 if it was queued (group.c). */

@@ -76,7 +76,7 @@ struct ringo_env {
   char algo[16];           /* RINGO_ALGO: ring (default) or naive (gather to rank 0 + send back: a baseline) */
   int cuda_enable;         /* RINGO_CUDA: 0 keeps communicators off the GPU (no device memory, no context) */
   int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs (0: as many
-                              as the GPU holds resident for all its ranks, at most 32) */
+                              as the GPU holds resident for all its ranks, at most 64) */
   size_t cuda_slice_bytes; /* RINGO_CUDA_SLICE_BYTES: bytes per device FIFO slot (default 256 KiB) */
 };
 /* Reads the environment now (cheap; called at every communicator init so tests may change it). */

@@ -15,7 +15,7 @@ extern "C" {
 
 #define RINGO_DEV_MAX_RANKS 64
 #define RINGO_DEV_MAX_STEPS (2 * RINGO_DEV_MAX_RANKS - 1)
-#define RINGO_DEV_MAX_CHANNELS 32
+#define RINGO_DEV_MAX_CHANNELS 64
 
 /* One channel's flags in the FIFO region of the link's receiver. head counts slots the sender
  * posted, tail slots the receiver released; both only grow, across collectives. poison is set
@@ -30,12 +30,40 @@ struct ringo_dev_flags {
   char pad2[124];
 };
 
-/* A receiver's FIFO region: flags of every channel, then nslots slots of slot_bytes per channel. */
+/* What the ranks must agree on for one collective, as device_plan.c packs it: the sequence
+ * number, the count, and call = coll | type << 8 | op << 16 | root position << 24 | nranks << 32
+ * (each field under 256). Compared word by word, so nothing is lost to a hash. */
+struct ringo_dev_fingerprint {
+  uint64_t seq, count, call;
+};
+
+/* What the sender writes next to every slot it fills, before it posts head: its fingerprint and
+ * the slot's serial (its channel's sent count), which the receiver expects to equal its own
+ * received count. A rank that called another collective — or collectives in another order — is
+ * caught at its neighbour's first receive, before a byte of its payload is read. */
+struct ringo_dev_stamp {
+  struct ringo_dev_fingerprint fp;
+  uint64_t serial;
+};
+
+/* A receiver's FIFO region: flags of every channel; then, page-aligned, channel c's part at
+ * slots_offset + c * channel_bytes: its nslots slots of slot_bytes, then its nslots stamps (stamp s
+ * belongs to slot s; read only after that slot's head was posted, so never stale), the two padded
+ * to a multiple of 128 bytes. */
 size_t ringo_dev_region_bytes(int nchannels, int nslots, size_t slot_bytes);
 size_t ringo_dev_slots_offset(int nchannels);
+size_t ringo_dev_channel_bytes(int nslots, size_t slot_bytes);
 
-/* Codes the kernel leaves in *error (0: none); the host turns them into ringo results. */
-enum { RINGO_DEV_OK = 0, RINGO_DEV_TIMEOUT = 1, RINGO_DEV_POISONED = 2, RINGO_DEV_ABORTED = 3 };
+/* Codes the kernel leaves in *error (0: none); the host turns them into ringo results.
+ * RINGO_DEV_MISMATCH: a received slot's stamp differed from this rank's own (the previous rank
+ * called another collective, count, dtype, op or root, or is a collective ahead or behind). */
+enum {
+  RINGO_DEV_OK = 0,
+  RINGO_DEV_TIMEOUT = 1,
+  RINGO_DEV_POISONED = 2,
+  RINGO_DEV_ABORTED = 3,
+  RINGO_DEV_MISMATCH = 4
+};
 
 struct ringo_dev_chunk { uint64_t in_off, out_off, len; }; /* elements */
 struct ringo_dev_step { int32_t prim, chunk; };
@@ -55,6 +83,7 @@ struct ringo_dev_ring {
   int32_t* error;        /* host-mapped: the first RINGO_DEV_* code of this rank (0 until one) */
   const int32_t* abort_flag; /* host-mapped: non-zero makes every wait give up */
   uint64_t timeout_ns;   /* bound on any single wait */
+  struct ringo_dev_fingerprint fp; /* stamped next to every slot sent, checked on every slot received */
   struct ringo_dev_chunk chunk[RINGO_DEV_MAX_RANKS];
   struct ringo_dev_step step[RINGO_DEV_MAX_STEPS];
 };
@@ -71,11 +100,12 @@ struct ringo_dev_coll {
   void* recvbuff;
   int nchannels, nslots;
   size_t slot_bytes;
+  uint64_t seq;              /* the communicator's collective number (ringo_op.seq): same on every rank */
 };
 
-/* Fills d's collective part (everything but the regions, counters, error, abort and timeout) from
- * the schedule (device_plan.c; no CUDA needed). ringoInvalidArgument / ringoInvalidUsage on a
- * shape the kernel cannot run. */
+/* Fills d's collective part (everything but the regions, counters, error, abort and timeout:
+ * steps, chunks, slices and the fingerprint) from the schedule (device_plan.c; no CUDA needed).
+ * ringoInvalidArgument / ringoInvalidUsage on a shape the kernel cannot run. */
 ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct ringo_dev_ring* d);
 
 /* Enqueues the ring kernel for d on stream (a cudaStream_t): d->nchannels blocks.

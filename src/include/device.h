@@ -31,11 +31,15 @@ ringoResult_t ringo_device_check(const struct ringo_op* op, ringoStream_t stream
  * ringoCommGetAsyncError and the next call. */
 ringoResult_t ringo_device_launch(const struct ringo_op* op);
 ringoResult_t ringo_device_join(const struct ringo_op* op);
+/* Enqueues n device sends and receives of comm as one batch on ringo's stream, after the work of
+ * every op's stream (p2p_device.c runs them on the communicator's proxy thread); ringo_device_join
+ * then makes each op's stream wait for it. */
+ringoResult_t ringo_device_p2p_launch(ringoComm_t comm, const struct ringo_op* const* ops, size_t n);
 /* The error a ring kernel of comm left (and puts comm in error), or ringoSuccess. Cheap. */
 ringoResult_t ringo_device_async_error(ringoComm_t comm);
-/* Before a host collective: waits for comm's staged device collectives (their host runs use the
- * same links from CUDA's thread); ringoTimeout after RINGO_TIMEOUT without progress. Nothing to do
- * for a ring that stays on the host. */
+/* Before host work on comm: waits for its staged device collectives and device sends/receives
+ * (their host runs use the same links from other threads); ringoTimeout after RINGO_TIMEOUT
+ * without progress. Nothing to do when neither was used. */
 ringoResult_t ringo_device_quiesce(ringoComm_t comm);
 /* Before teardown: waits until nothing on ringo's stream can touch comm any more (bounded like
  * quiesce). 0 when it gave up: the caller must then leave comm allocated. */

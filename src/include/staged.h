@@ -4,6 +4,7 @@
 #define RINGO_STAGED_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ringo.h"
 #include "schedule.h"
@@ -29,6 +30,9 @@ struct ringo_stage_ops {
   ringoResult_t (*host_alloc)(void* ctx, void** p, size_t bytes);
   void (*host_free)(void* ctx, void* p);
   ringoResult_t (*drain)(void* ctx); /* waits until everything enqueued has run */
+  /* The stream waits here until *flag (pinned host memory another thread of this process stores
+   * to, with release) reaches value, or the communicator is aborted. Device point-to-point only. */
+  ringoResult_t (*wait_flag)(void* ctx, const uint64_t* flag, uint64_t value);
 };
 
 /* One communicator's staging buffers, reused by every staged collective (stream order keeps them
@@ -48,6 +52,10 @@ void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t typ
  * staged copies, the result back to recvbuff. Returns at once; an error of the host run goes to
  * the communicator (ringoCommGetAsyncError, the next call). */
 ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops);
+
+/* Makes *buf (pinned, *cap bytes) hold at least need bytes. The old buffer may still be in use by
+ * enqueued work, so the stream drains before it is freed. */
+ringoResult_t ringo_stage_grow(void** buf, size_t* cap, size_t need, const struct ringo_stage_ops* ops);
 
 /* Waits for every staged run of st, then frees its buffers. */
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "mpi_harness.h"
 #include "ringo_mpi.h"
 #include "../staged_fake.h"
+#include "p2p_device.h"
 
 // The host functions of a staged collective call MPI from the stream's thread.
 int RingoTestMpiThreadLevel() { return MPI_THREAD_MULTIPLE; }
@@ -33,41 +35,115 @@ ringoComm_t InitOnFakeHost(MPI_Comm sub, int host) {
   return res == ringoSuccess ? comm : nullptr;
 }
 
-// Ranks 0..n-1 of the world, host of rank r = hosts[r]; every collective staged and on the host.
-void StagedOnFakeHosts(int n, const std::vector<int>& hosts) {
+// Runs body(comm, rank) on ranks 0..n-1 of the world, rank r on fake host hosts[r] (prepare, if
+// given, first: a device to bind to), then destroys the communicator.
+void OnFakeHosts(int n, const std::vector<int>& hosts, const std::function<void(ringoComm_t, int)>& body,
+                 const std::function<void()>& prepare = nullptr) {
   if (CommSize(MPI_COMM_WORLD) < n) GTEST_SKIP() << "needs " << n << " MPI ranks";
   OnFirstRanks(MPI_COMM_WORLD, n, [](int r) { return r; }, [&](MPI_Comm sub) {
     const int r = CommRank(sub);
+    if (prepare) prepare();
     ringoComm_t comm = InitOnFakeHost(sub, hosts[r]);
     ASSERT_NE(nullptr, comm) << ringoGetLastError(nullptr);
-    {
-      Stager s;
-      EveryCollective(comm, n, r, s, 1000, ringoFloat32, ringoSum);
-      EveryCollective(comm, n, r, s, 70000, ringoFloat64, ringoAvg);  // many slices over the MPI links
-      EveryCollective(comm, n, r, s, 5, ringoInt32, ringoMax);
-    }
+    body(comm, r);
     EXPECT_EQ(ringoSuccess, ringoCommDestroy(comm));
   });
 }
 
+// Ranks 0..n-1 of the world, host of rank r = hosts[r]; every collective staged and on the host.
+void StagedOnFakeHosts(int n, const std::vector<int>& hosts) {
+  OnFakeHosts(n, hosts, [n](ringoComm_t comm, int r) {
+    Stager s;
+    EveryCollective(comm, n, r, s, 1000, ringoFloat32, ringoSum);
+    EveryCollective(comm, n, r, s, 70000, ringoFloat64, ringoAvg);  // many slices over the MPI links
+    EveryCollective(comm, n, r, s, 5, ringoInt32, ringoMax);
+  });
+}
+
+// What rank `from` sends rank `to` in the all-to-all tests.
+int32_t PairValue(int from, int to, size_t i) { return from * 1000000 + to * 10000 + (int32_t)(i % 9973); }
+
+// Device point-to-point's proxy over MPI links (it calls MPI from its own thread): a batched
+// all-to-all of `count` int32 per pair, itself included, checked against PairValue.
+void ProxyAllToAllOnFakeHosts(int n, const std::vector<int>& hosts, size_t count) {
+  OnFakeHosts(n, hosts, [n, count](ringoComm_t comm, int r) {
+    Stager s;
+    ringo_p2p_proxy* px = nullptr;
+    std::vector<int32_t> out(count * n), in(count * n, -1);
+    for (int p = 0; p < n; p++)
+      for (size_t i = 0; i < count; i++) out[p * count + i] = PairValue(r, p, i);
+    std::vector<ringo_p2p_call> calls;
+    for (int p = 0; p < n; p++) {
+      calls.push_back({1, p, &out[p * count], count, ringoInt32});
+      calls.push_back({0, p, &in[p * count], count, ringoInt32});
+    }
+    ASSERT_EQ(ringoSuccess, ringo_p2p_device_launch(comm, &px, calls.data(), calls.size(), &s.ops))
+        << ringo_thread_last_error();
+    s.stream.Drain();
+    EXPECT_EQ(ringoSuccess, AsyncError(comm)) << ringoGetLastError(comm);
+    ringo_p2p_device_free(px, &s.ops);
+    for (int p = 0; p < n; p++)
+      for (size_t i = 0; i < count; i++)
+        ASSERT_EQ(PairValue(p, r, i), in[p * count + i]) << "from rank " << p << ", element " << i;
+  });
+}
+
+TEST(MpiProxy, AllToAllTwoHosts) { ProxyAllToAllOnFakeHosts(2, {0, 1}, 100000); }
+TEST(MpiProxy, AllToAllTwoHostsTwoRanksEach) { ProxyAllToAllOnFakeHosts(4, {0, 0, 1, 1}, 30000); }
+
 #ifdef RINGO_HAVE_CUDA
-// The same through the public API on device buffers (a GPU, every rank on device 0): the ring
-// leaves the (fake) host, so ringo stages the buffers through host memory on its stream. Results
-// must equal the host path's on the same inputs. Run by make gpu-check.
-void DeviceOnFakeHosts(int n, const std::vector<int>& hosts) {
+// Runs body(comm, stream, rank) on ranks 0..n-1 of the world, rank r on fake host hosts[r], each
+// with a communicator bound to device 0 and a stream of its own; skips without a GPU.
+void OnDeviceRanks(int n, const std::vector<int>& hosts,
+                   const std::function<void(ringoComm_t, cudaStream_t, int)>& body) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     (void)cudaGetLastError();
     GTEST_SKIP() << "no CUDA device";
   }
-  if (CommSize(MPI_COMM_WORLD) < n) GTEST_SKIP() << "needs " << n << " MPI ranks";
-  OnFirstRanks(MPI_COMM_WORLD, n, [](int r) { return r; }, [&](MPI_Comm sub) {
-    const int r = CommRank(sub);
-    ASSERT_EQ(cudaSuccess, cudaSetDevice(0));
-    ringoComm_t comm = InitOnFakeHost(sub, hosts[r]);
-    ASSERT_NE(nullptr, comm) << ringoGetLastError(nullptr);
+  OnFakeHosts(n, hosts, [&](ringoComm_t comm, int r) {
     cudaStream_t stream;
     ASSERT_EQ(cudaSuccess, cudaStreamCreate(&stream));
+    body(comm, stream, r);
+    cudaStreamDestroy(stream);
+  }, [] { ASSERT_EQ(cudaSuccess, cudaSetDevice(0)); });
+}
+
+// ringoSend/ringoRecv on device buffers across (fake) hosts, through the public API on a GPU: a
+// grouped all-to-all. Run by make gpu-check.
+void DeviceAllToAllOnFakeHosts(int n, const std::vector<int>& hosts) {
+  OnDeviceRanks(n, hosts, [n](ringoComm_t comm, cudaStream_t stream, int r) {
+    const size_t count = 200000, bytes = count * n * sizeof(int32_t);
+    std::vector<int32_t> out(count * n), got(count * n);
+    for (int p = 0; p < n; p++)
+      for (size_t i = 0; i < count; i++) out[p * count + i] = PairValue(r, p, i);
+    int32_t *dout = nullptr, *din = nullptr;
+    ASSERT_EQ(cudaSuccess, cudaMalloc(reinterpret_cast<void**>(&dout), bytes));
+    ASSERT_EQ(cudaSuccess, cudaMalloc(reinterpret_cast<void**>(&din), bytes));
+    ASSERT_EQ(cudaSuccess, cudaMemcpy(dout, out.data(), bytes, cudaMemcpyHostToDevice));
+    ASSERT_EQ(ringoSuccess, ringoGroupStart());
+    for (int p = 0; p < n; p++) {
+      EXPECT_EQ(ringoSuccess, ringoSend(dout + p * count, count, ringoInt32, p, comm, stream));
+      EXPECT_EQ(ringoSuccess, ringoRecv(din + p * count, count, ringoInt32, p, comm, stream));
+    }
+    ASSERT_EQ(ringoSuccess, ringoGroupEnd()) << ringoGetLastError(comm);
+    ASSERT_EQ(cudaSuccess, cudaStreamSynchronize(stream));
+    ASSERT_EQ(ringoSuccess, AsyncError(comm)) << ringoGetLastError(comm);
+    ASSERT_EQ(cudaSuccess, cudaMemcpy(got.data(), din, bytes, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < n; p++)
+      for (size_t i = 0; i < count; i++) ASSERT_EQ(PairValue(p, r, i), got[p * count + i]) << "from rank " << p;
+    cudaFree(dout);
+    cudaFree(din);
+  });
+}
+
+TEST(MpiStagedDevice, AllToAllFourHostsMixed) { DeviceAllToAllOnFakeHosts(4, {0, 0, 1, 1}); }
+
+// The same through the public API on device buffers (a GPU, every rank on device 0): the ring
+// leaves the (fake) host, so ringo stages the buffers through host memory on its stream. Results
+// must equal the host path's on the same inputs. Run by make gpu-check.
+void DeviceOnFakeHosts(int n, const std::vector<int>& hosts) {
+  OnDeviceRanks(n, hosts, [n](ringoComm_t comm, cudaStream_t stream, int r) {
     const size_t count = 300000, es = sizeof(float);
     for (int c = RINGO_COLL_ALLREDUCE; c <= RINGO_COLL_REDUCE; c++) {
       const auto coll = (ringo_coll)c;
@@ -102,8 +178,6 @@ void DeviceOnFakeHosts(int n, const std::vector<int>& hosts) {
       cudaFree(din);
       cudaFree(dout);
     }
-    cudaStreamDestroy(stream);
-    EXPECT_EQ(ringoSuccess, ringoCommDestroy(comm));
   });
 }
 

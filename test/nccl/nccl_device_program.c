@@ -1,6 +1,7 @@
 /* nccl_device_program.c — an NCCL client on device memory, written only against nccl.h, the CUDA runtime API
  * and libc: one thread creates NRANKS ranks on GPU 0 in a group, then runs a bucketed gradient all-reduce loop,
- * the other collectives and a bf16 all-reduce on cudaMalloc'd buffers, each checked bit for bit. Built by `make`
+ * the other collectives, an ncclSend/ncclRecv all-to-all and a bf16 all-reduce on cudaMalloc'd buffers, each
+ * checked bit for bit. Built by `make`
  * when nvcc is found; run by `make gpu-check` (.ci/gpu_check.sh). Usage: nccl_device_program NRANKS (1..8).
  * Exits 0 only if every check passed, 2 without a CUDA device; prints one line per failed check, naming the rank. */
 #include <signal.h>
@@ -355,6 +356,36 @@ static void mixed_buffers(void) {
   CUDA(cudaFree(dev));
 }
 
+/* A grouped all-to-all of 1 MiB per pair with ncclSend/ncclRecv on device buffers (itself
+ * included): what a pipeline- or expert-parallel trainer does. */
+static void all_to_all(void) {
+  const size_t count = ((size_t)1 << 20) / sizeof(int32_t), total = count * (size_t)g_n;
+  void *send[MAX_RANKS], *recv[MAX_RANKS];
+  int32_t* host = host_alloc(total * sizeof(int32_t));
+  for (int k = 0; k < g_n; k++) {
+    for (int p = 0; p < g_n; p++)
+      for (size_t i = 0; i < count; i++) host[(size_t)p * count + i] = (int32_t)((k * MAX_RANKS + p) * 100000 + (int)(i % 99991));
+    send[k] = dev_copy(host, total * sizeof(int32_t));
+    recv[k] = dev_copy(NULL, total * sizeof(int32_t));
+  }
+  settle();
+  CALL(-1, ncclGroupStart());
+  for (int k = 0; k < g_n; k++)
+    for (int p = 0; p < g_n; p++) {
+      CALL(k, ncclSend((int32_t*)send[k] + (size_t)p * count, count, ncclInt32, p, g_comm[k], g_stream[k]));
+      CALL(k, ncclRecv((int32_t*)recv[k] + (size_t)p * count, count, ncclInt32, p, g_comm[k], g_stream[k]));
+    }
+  group_end("the all-to-all");
+  sync_all("the all-to-all");
+  for (int k = 0; k < g_n; k++) {
+    for (int p = 0; p < g_n; p++)
+      for (size_t i = 0; i < count; i++) host[(size_t)p * count + i] = (int32_t)((p * MAX_RANKS + k) * 100000 + (int)(i % 99991));
+    check_dev(k, "the ncclSend/ncclRecv all-to-all", recv[k], host, total, I32);
+  }
+  free(host);
+  free_all(send, recv);
+}
+
 static int init_ranks(void) {
   ncclUniqueId id;
   if (!CALL(-1, ncclGetUniqueId(&id))) return 0;
@@ -394,6 +425,7 @@ int main(int argc, char** argv) {
   reduce_scatter();
   all_gather();
   mixed_buffers();
+  all_to_all();
   bf16_all_reduce();
   for (int k = 0; k < g_n; k++) {
     CALL(k, ncclCommDestroy(g_comm[k]));

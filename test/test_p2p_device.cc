@@ -1,0 +1,182 @@
+// test_p2p_device.cc — device ringoSend/ringoRecv (src/p2p_device.c) without a GPU: a worker thread
+// per rank plays ringo's stream (staged_fake.h), the proxy thread runs each batch through the host
+// engine. Checks data, that launching never waits, stream order, errors. Run: make test.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "harness.h"
+#include "p2p_device.h"
+#include "staged_fake.h"
+
+namespace {
+
+using ringo_test::Team;
+using namespace ringo_staged_test;
+
+// One rank's device point-to-point: the fake stream and the proxy, torn down in the order
+// device.c tears them down (the stream drains, then the proxy goes).
+struct DeviceP2p {
+  Stager s;
+  ringo_p2p_proxy* px = nullptr;
+  ~DeviceP2p() {
+    s.stream.Drain();
+    ringo_p2p_device_free(px, &s.ops);
+  }
+  ringoResult_t Launch(ringoComm_t comm, const std::vector<ringo_p2p_call>& calls) {
+    return ringo_p2p_device_launch(comm, &px, calls.data(), calls.size(), &s.ops);
+  }
+};
+
+// What rank `from` sends rank `to`: distinct for every pair and element.
+float Value(int from, int to, size_t i) { return (float)(from * 1000 + to * 10) + (float)(i % 997) * 0.5f; }
+
+// Every rank sends a block to every rank, itself included, and receives one from each, as one
+// batch (a grouped all-to-all), over `count` float32 elements per pair.
+void AllToAll(Team& t, size_t count) {
+  const int n = t.nranks, me = t.ranks[0];
+  DeviceP2p dp;
+  std::vector<std::vector<float>> out(n), in(n, std::vector<float>(count, -1.0f));
+  std::vector<ringo_p2p_call> calls;
+  for (int p = 0; p < n; p++) {
+    out[p].resize(count);
+    for (size_t i = 0; i < count; i++) out[p][i] = Value(me, p, i);
+    calls.push_back({1, p, out[p].data(), count, ringoFloat32});
+    calls.push_back({0, p, in[p].data(), count, ringoFloat32});
+  }
+  ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], calls)) << ringo_thread_last_error();
+  dp.s.stream.Drain();
+  ASSERT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+  for (int p = 0; p < n; p++)
+    for (size_t i = 0; i < count; i++) ASSERT_EQ(Value(p, me, i), in[p][i]) << "from rank " << p << ", element " << i;
+}
+
+class DeviceP2pThreads : public testing::TestWithParam<int> {};
+
+TEST_P(DeviceP2pThreads, AllToAllInOneBatch) {
+  ringo_test::RunThreads(GetParam(), [](Team& t) {
+    AllToAll(t, 1000);
+    AllToAll(t, 300000);  // many slices per message: the engine interleaves them
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(N, DeviceP2pThreads, testing::Values(2, 3, 4));
+
+TEST(DeviceP2pProcesses, AllToAllAcrossProcesses) {
+  ringo_test::RunForked(3, [](Team& t) { AllToAll(t, 50000); });
+}
+
+// The launch returns before the stream has run anything; the proxy waits for the stream to stage
+// the sends (it must not read them earlier), and the receives land only once the stream goes on.
+TEST(DeviceP2pAsync, LaunchDoesNotWaitAndTheProxyWaitsForTheStream) {
+  ringo_test::RunThreads(2, [](Team& t) {
+    const int me = t.ranks[0], peer = 1 - me;
+    const size_t count = 4096;
+    DeviceP2p dp;
+    std::vector<float> out(count, 0.0f), in(count, -1.0f);
+    dp.s.stream.SetGate(false);
+    ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{1, peer, out.data(), count, ringoFloat32},
+                                                   {0, peer, in.data(), count, ringoFloat32}}))
+        << ringo_thread_last_error();
+    // Written after the launch but before the stream staged them: these are the bytes that go.
+    for (size_t i = 0; i < count; i++) out[i] = Value(me, peer, i);
+    EXPECT_EQ(1, ringo_p2p_device_pending(dp.px));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(1, ringo_p2p_device_pending(dp.px)) << "the proxy ran before the stream staged the sends";
+    EXPECT_EQ(-1.0f, in[0]) << "a receive landed before the stream ran";
+    dp.s.stream.SetGate(true);
+    dp.s.stream.Drain();
+    EXPECT_EQ(0, ringo_p2p_device_pending(dp.px));
+    for (size_t i = 0; i < count; i++) ASSERT_EQ(Value(peer, me, i), in[i]) << "element " << i;
+  });
+}
+
+// Batches enqueued back to back, the staging growing on the way (after a drain each time): every
+// batch keeps its own data, in stream order.
+TEST(DeviceP2pAsync, BackToBackBatchesWithGrowingStaging) {
+  ringo_test::RunThreads(3, [](Team& t) {
+    const int n = t.nranks, me = t.ranks[0], next = (me + 1) % n, prev = (me + n - 1) % n;
+    const size_t counts[] = {100, 200000, 7, 500000};
+    DeviceP2p dp;
+    std::vector<std::vector<int32_t>> outs, ins;
+    for (size_t count : counts) {
+      outs.emplace_back(count);
+      ins.emplace_back(count, -1);
+      for (size_t i = 0; i < count; i++) outs.back()[i] = (int32_t)(count + i) * (me + 1);
+    }
+    for (size_t k = 0; k < outs.size(); k++)
+      ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{1, next, outs[k].data(), counts[k], ringoInt32},
+                                                     {0, prev, ins[k].data(), counts[k], ringoInt32}}))
+          << "batch " << k << ": " << ringo_thread_last_error();
+    dp.s.stream.Drain();
+    ASSERT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    for (size_t k = 0; k < ins.size(); k++)
+      for (size_t i = 0; i < counts[k]; i++)
+        ASSERT_EQ((int32_t)(counts[k] + i) * (prev + 1), ins[k][i]) << "batch " << k << " element " << i;
+    EXPECT_EQ(4, dp.s.stream.allocs) << "the flag, then staging for 100, 200000 and 500000 elements";
+    EXPECT_EQ(2, dp.s.stream.drains) << "each replaced staging buffer drains the stream first";
+  });
+}
+
+// Empty messages and a rank's message to itself inside a batch.
+TEST(DeviceP2pBatch, EmptyMessagesAndSelf) {
+  ringo_test::RunThreads(2, [](Team& t) {
+    const int me = t.ranks[0], peer = 1 - me;
+    DeviceP2p dp;
+    std::vector<double> self_out(333), self_in(333, -1.0), out(10, me + 0.25), in(10, -1.0);
+    for (size_t i = 0; i < self_out.size(); i++) self_out[i] = me * 1e6 + (double)i;
+    ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{1, peer, nullptr, 0, ringoFloat64},
+                                                   {1, me, self_out.data(), 333, ringoFloat64},
+                                                   {0, peer, nullptr, 0, ringoFloat64},
+                                                   {0, me, self_in.data(), 333, ringoFloat64},
+                                                   {1, peer, out.data(), 10, ringoFloat64},
+                                                   {0, peer, in.data(), 10, ringoFloat64}}))
+        << ringo_thread_last_error();
+    dp.s.stream.Drain();
+    ASSERT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    EXPECT_EQ(self_out, self_in);
+    EXPECT_EQ(std::vector<double>(10, peer + 0.25), in);
+  });
+}
+
+// Ranks that disagree on a message's size: both receivers see the mismatch, the stream still goes
+// on (the proxy moves the flag whatever happened), and the communicator refuses the next call.
+TEST(DeviceP2pErrors, MismatchBecomesAnAsyncErrorAndTheStreamGoesOn) {
+  ringo_test::Options opts;
+  opts.ringo_timeout_s = 5;
+  ringo_test::RunThreads(2, [](Team& t) {
+    const int me = t.ranks[0], peer = 1 - me;
+    const size_t count = me == 0 ? 1000 : 2000;
+    DeviceP2p dp;
+    std::vector<float> out(count, 1.0f), in(count, -1.0f);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{1, peer, out.data(), count, ringoFloat32},
+                                                   {0, peer, in.data(), count, ringoFloat32}}));
+    dp.s.stream.Drain();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(ringoInvalidUsage, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    EXPECT_NE(nullptr, strstr(ringoGetLastError(t.comms[0]), "mismatch")) << ringoGetLastError(t.comms[0]);
+    EXPECT_LT(s, 3.0) << "found by the message header, not by a timeout";
+    EXPECT_EQ(ringoInvalidUsage, ringoAllReduce(out.data(), in.data(), 10, ringoFloat32, ringoSum, t.comms[0], nullptr));
+  }, opts);
+}
+
+// A receive whose sender never sends ends at RINGO_TIMEOUT as the communicator's error; the stream
+// waiting for it is released.
+TEST(DeviceP2pErrors, AMissingSenderTimesOutAndReleasesTheStream) {
+  ringo_test::Options opts;
+  opts.ringo_timeout_s = 1;
+  ringo_test::RunThreads(2, [](Team& t) {
+    if (t.ranks[0] != 0) return;
+    DeviceP2p dp;
+    std::vector<float> in(100, -1.0f);
+    ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{0, 1, in.data(), 100, ringoFloat32}}));
+    dp.s.stream.Drain();
+    EXPECT_EQ(ringoTimeout, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    EXPECT_EQ(0, ringo_p2p_device_pending(dp.px));
+  }, opts);
+}
+
+}  // namespace
