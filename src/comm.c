@@ -199,11 +199,15 @@ static void conn_poison(struct ringo_conn* c, ringoResult_t res, const char* msg
   if (c->link && c->tp->poison) c->tp->poison(c->link, res, msg);
 }
 
-/* Puts comm in error for good, keeping the message that says why. */
+/* Puts comm in error for good, keeping the message that says why. Failures can come from several
+ * threads at once (the caller's, a staged collective's host function, the point-to-point proxy):
+ * the first one's code and message stay, written before the code is published. */
 static void set_error(ringoComm_t comm, ringoResult_t res) {
   ringo_comm_record(comm, res);
-  snprintf(comm->fail_error, sizeof comm->fail_error, "%s", comm->last_error);
-  atomic_store(&comm->error, res);
+  int first = 0;
+  if (!atomic_compare_exchange_strong(&comm->failing, &first, 1)) return;
+  snprintf(comm->fail_error, sizeof comm->fail_error, "%s", ringo_thread_last_error());
+  atomic_store_explicit(&comm->error, res, memory_order_release);
 }
 
 void ringo_comm_fail(ringoComm_t comm, ringoResult_t res) {
