@@ -200,7 +200,7 @@ static void conn_poison(struct ringo_conn* c, ringoResult_t res, const char* msg
 }
 
 /* Puts comm in error for good, keeping the message that says why. Failures can come from several
- * threads at once (the caller's, a staged collective's host function, the point-to-point proxy):
+ * threads at once (the caller's, the proxy of staged collectives and device sends):
  * the first one's code and message stay, written before the code is published. */
 static void set_error(ringoComm_t comm, ringoResult_t res) {
   ringo_comm_record(comm, res);

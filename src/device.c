@@ -18,6 +18,7 @@
 #include "cuda_ring.h"
 #include "cuda_wait.h"
 #include "p2p_device.h"
+#include "proxy.h"
 #include "staged.h"
 #include "transport.h"
 
@@ -42,7 +43,6 @@ struct ringo_device {
   cudaEvent_t ready, done;
   int staged;             /* the ring leaves the host: collectives go through the host ring (staged.c) */
   struct ringo_stage stage;
-  struct ringo_p2p_proxy* proxy; /* device sends and receives: made on first use */
   int usable;             /* every rank made its region and reached its next rank's */
   char why[256];          /* why not, when !usable */
 };
@@ -230,9 +230,7 @@ static struct ringo_stage_ops stage_ops(struct ringo_device* d) {
 }
 
 /* Host runs enqueued and not finished: staged collectives and device point-to-point batches. */
-static int host_runs_pending(const struct ringo_device* d) {
-  return atomic_load_explicit(&d->stage.pending, memory_order_acquire) + ringo_p2p_device_pending(d->proxy);
-}
+static int host_runs_pending(const struct ringo_device* d) { return ringo_staged_pending(&d->stage); }
 
 /* Waits until ringo's stream is idle. The deadline is RINGO_TIMEOUT without progress: staged host
  * runs finishing count as progress (a long collective is not stuck), a caller's event that never
@@ -243,8 +241,8 @@ static int stream_idle(const struct ringo_device* d) {
   double deadline = ringo_now() + d->timeout_s;
   for (;;) {
     const cudaError_t err = cudaStreamQuery(d->stream);
-    /* The proxy moves a batch's flag just before it counts the batch done. */
-    if (err != cudaErrorNotReady && (err != cudaSuccess || ringo_p2p_device_pending(d->proxy) == 0)) {
+    /* The proxy moves its flag just before it counts the work done. */
+    if (err != cudaErrorNotReady && (err != cudaSuccess || host_runs_pending(d) == 0)) {
       (void)cudaGetLastError();
       return 1;
     }
@@ -295,7 +293,6 @@ void ringo_device_free(ringoComm_t comm) {
   }
   const struct ringo_stage_ops ops = stage_ops(d);
   ringo_staged_free(&d->stage, &ops);
-  ringo_p2p_device_free(d->proxy, &ops);
   if (d->next_opened) (void)cudaIpcCloseMemHandle(d->next_region);
   if (d->region) (void)cudaFree(d->region);
   if (d->counters) (void)cudaFree(d->counters);
@@ -347,7 +344,7 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   if (pmine.ok && d->staged && !ringo_mpi_links_thread_safe()) {
     pmine.ok = 0;
     snprintf(d->why, sizeof d->why, "rank %d: the ring leaves the host, and device collectives across hosts run the "
-             "host ring from CUDA's host-function thread: initialise MPI with MPI_THREAD_MULTIPLE", me);
+             "host ring on ringo's proxy thread: initialise MPI with MPI_THREAD_MULTIPLE", me);
   }
 #endif
   (void)cudaGetLastError();
@@ -377,14 +374,6 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
     for (int q = 0; q < n; q++)
       sharing += probes[q].dev == probes[r].dev && strcmp(comm->info[q].host, comm->info[r].host) == 0;
     if (probes[r].nchannels / sharing < d->nchannels) d->nchannels = probes[r].nchannels / sharing;
-    if (d->staged && r != me && probes[r].pid == pmine.pid && probes[r].nonce == pmine.nonce) {
-      /* Host functions of one process may run one at a time: two ranks' staged runs would wait for
-       * each other. */
-      all_ok = 0;
-      snprintf(d->why, sizeof d->why, "ranks %d and %d share a process, and a device ring across hosts needs one "
-               "rank per process", me, r);
-      break;
-    }
     if (r != me) continue;
     for (int q = 0; q < n; q++) d->local_ranks += probes[q].dev == d->dev && probes[q].pid == pmine.pid &&
                                                   probes[q].nonce == pmine.nonce;
@@ -469,6 +458,12 @@ ringoResult_t ringo_device_check(const struct ringo_op* op, ringoStream_t stream
   if (!d || !d->usable)
     return ringo_fail(ringoInvalidUsage, "%s: device buffers, but rank %d's communicator has no device path: %s", name,
                       comm->rank, d ? d->why : "no CUDA");
+#ifdef RINGO_HAVE_MPI
+  /* Checked at init only where the ring leaves the host; a send may take an MPI link anyway. */
+  if (op->kind != RINGO_KIND_COLL && comm->tctx && !ringo_mpi_links_thread_safe())
+    return ringo_fail(ringoInvalidUsage, "%s: device sends and receives run on ringo's proxy thread, which may call "
+                      "MPI: initialise MPI with MPI_THREAD_MULTIPLE", name);
+#endif
   const void* bufs[2] = {op->sendbuff, op->recvbuff};
   for (int k = 0; k < 2; k++) {
     struct cudaPointerAttributes a;
@@ -566,7 +561,7 @@ static ringoResult_t p2p_launch(ringoComm_t comm, const struct ringo_op* const* 
     if (err != cudaSuccess) res = cuda_fail(err, "ordering ringo's stream after the caller's");
   }
   const struct ringo_stage_ops sops = stage_ops(d);
-  if (res == ringoSuccess) res = ringo_p2p_device_launch(comm, &d->proxy, calls, n, &sops);
+  if (res == ringoSuccess) res = ringo_p2p_device_launch(comm, &d->stage, calls, n, &sops);
   free(calls);
   if (res == ringoSuccess) CU_CHECK(cudaEventRecord(d->done, d->stream), "cudaEventRecord");
   return res;

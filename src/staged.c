@@ -1,7 +1,8 @@
-/* staged.c — device collectives whose ring leaves the host (MPI links): each is three enqueues in
- * stream order — sendbuff to pinned host memory, the host ring on the staged copies (a host
- * function), the result back to recvbuff — so the caller never waits. Needs comm.h and the host
- * engine (ringo_coll_run_staged); how bytes reach the stream comes from the caller (staged.h).
+/* staged.c — device collectives whose ring leaves the host (MPI links): each is enqueued in stream
+ * order — sendbuff to pinned host memory, the host ring on the staged copies (on the
+ * communicator's proxy thread, proxy.c), the result back to recvbuff — so the caller never waits.
+ * Needs comm.h, proxy.h and the host engine (ringo_coll_run_staged); how bytes reach the stream
+ * comes from the caller (staged.h).
  * Tested without a GPU by test/test_staged.cc (memcpy on a worker thread stands in for CUDA). */
 #include "staged.h"
 
@@ -10,6 +11,7 @@
 
 #include "comm.h"
 #include "core.h"
+#include "proxy.h"
 
 void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t type, int nranks, int rank, int root,
                          size_t* in_bytes, size_t* out_bytes) {
@@ -24,17 +26,10 @@ void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t typ
   }
 }
 
-/* The host function's argument: the collective on the staged copies. */
-struct staged_run {
-  struct ringo_op op;
-  struct ringo_stage* st;
-};
-
-static void run_on_host(void* arg) {
-  struct staged_run* r = arg;
-  (void)ringo_coll_run_staged(&r->op); /* an error stays with the communicator */
-  atomic_fetch_sub_explicit(&r->st->pending, 1, memory_order_release);
-  free(r);
+/* The proxy's work: the collective on the staged copies. */
+static void run_on_host(void* arg, int run) {
+  if (run) (void)ringo_coll_run_staged(arg); /* an error stays with the communicator */
+  free(arg);
 }
 
 ringoResult_t ringo_stage_grow(void** buf, size_t* cap, size_t need, const struct ringo_stage_ops* ops) {
@@ -55,37 +50,32 @@ ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage*
   ringo_staged_extent(op->coll, op->count, op->type, op->comm->nranks, op->comm->rank, op->root, &in_bytes, &out_bytes);
   RINGO_CHECK(ringo_stage_grow(&st->in, &st->in_cap, in_bytes, ops));
   RINGO_CHECK(ringo_stage_grow(&st->out, &st->out_cap, out_bytes, ops));
-  struct staged_run* r = malloc(sizeof *r);
+  struct ringo_op* r = malloc(sizeof *r);
   if (!r) return ringo_fail(ringoSystemError, "out of memory for a staged collective");
-  r->st = st;
-  r->op = *op;
-  r->op.device = 0;
-  r->op.stream = NULL;
+  *r = *op;
+  r->device = 0;
+  r->stream = NULL;
   /* Separate input and output copies: the host ring runs out of place even when the caller's call
    * is in place, and the copy back then writes the same bytes NCCL's in-place call would. */
-  r->op.sendbuff = in_bytes ? st->in : NULL;
-  r->op.recvbuff = out_bytes ? st->out : NULL;
+  r->sendbuff = in_bytes ? st->in : NULL;
+  r->recvbuff = out_bytes ? st->out : NULL;
   ringoResult_t res = in_bytes ? ops->to_host(ops->ctx, st->in, op->sendbuff, in_bytes) : ringoSuccess;
-  if (res != ringoSuccess) {
-    free(r);
-    return res;
-  }
-  atomic_fetch_add_explicit(&st->pending, 1, memory_order_relaxed);
-  res = ops->host_fn(ops->ctx, run_on_host, r);
-  if (res != ringoSuccess) {
-    atomic_fetch_sub_explicit(&st->pending, 1, memory_order_relaxed);
-    free(r);
-    return res;
-  }
+  int handed = 0;
+  if (res == ringoSuccess) res = ringo_proxy_submit(op->comm, &st->proxy, run_on_host, r, ops, &handed);
+  if (!handed) free(r);
+  if (res != ringoSuccess) return res;
   return out_bytes ? ops->to_device(ops->ctx, op->recvbuff, st->out, out_bytes) : ringoSuccess;
 }
 
+int ringo_staged_pending(const struct ringo_stage* st) { return ringo_proxy_pending(st->proxy); }
+
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops) {
-  if (atomic_load(&st->pending) > 0) (void)ops->drain(ops->ctx);
-  if (st->in) ops->host_free(ops->ctx, st->in);
-  if (st->out) ops->host_free(ops->ctx, st->out);
-  st->in = st->out = NULL;
-  st->in_cap = st->out_cap = 0;
+  if (ringo_staged_pending(st) > 0) (void)ops->drain(ops->ctx);
+  ringo_proxy_free(st->proxy, ops);
+  void* bufs[3] = {st->in, st->out, st->p2p};
+  for (int k = 0; k < 3; k++)
+    if (bufs[k]) ops->host_free(ops->ctx, bufs[k]);
+  *st = (struct ringo_stage){0};
 }
 
 ringoResult_t ringo_staged_launch_call(ringoComm_t comm, enum ringo_coll coll, const void* sendbuff, void* recvbuff,

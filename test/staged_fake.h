@@ -1,5 +1,5 @@
 // staged_fake.h — a stand-in for ringo's CUDA stream so staged device collectives (src/staged.c)
-// run without a GPU: a worker thread runs the enqueued copies (memcpy) and host functions in order.
+// run without a GPU: a worker thread runs the enqueued copies (memcpy), host functions and flag waits in order.
 // Header-only; used by test/test_staged.cc (threads), test/mpi/test_mpi_staged.cc (MPI links) and
 // test/test_p2p_device.cc (device point-to-point's proxy).
 #ifndef RINGO_TEST_STAGED_FAKE_H_
@@ -112,7 +112,7 @@ inline ringoResult_t FakeDrain(void* ctx) {
   return ringoSuccess;
 }
 
-// The stream waits until another thread moves *flag to value (the proxy of device point-to-point).
+// The stream waits until another thread moves *flag to value (the proxy, src/proxy.c).
 // Bounded so a proxy that never moves it fails the test instead of hanging the suite.
 inline ringoResult_t FakeWaitFlag(void* ctx, const uint64_t* flag, uint64_t value) {
   static_cast<FakeStream*>(ctx)->Enqueue([=] {

@@ -1,6 +1,6 @@
-// test_p2p_device.cc — device ringoSend/ringoRecv (src/p2p_device.c) without a GPU: a worker thread
-// per rank plays ringo's stream (staged_fake.h), the proxy thread runs each batch through the host
-// engine. Checks data, that launching never waits, stream order, errors. Run: make test.
+// test_p2p_device.cc — device ringoSend/ringoRecv (src/p2p_device.c, src/proxy.c) without a GPU: a
+// worker thread per rank plays ringo's stream (staged_fake.h), the proxy thread runs each batch
+// through the host engine. Checks data, that launching never waits, stream order, errors. Run: make test.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -16,18 +16,14 @@ namespace {
 using ringo_test::Team;
 using namespace ringo_staged_test;
 
-// One rank's device point-to-point: the fake stream and the proxy, torn down in the order
-// device.c tears them down (the stream drains, then the proxy goes).
+// One rank's device point-to-point: the fake stream and the staging with its proxy (freed, after
+// the stream drained, by Stager's destructor, as device.c frees them).
 struct DeviceP2p {
   Stager s;
-  ringo_p2p_proxy* px = nullptr;
-  ~DeviceP2p() {
-    s.stream.Drain();
-    ringo_p2p_device_free(px, &s.ops);
-  }
   ringoResult_t Launch(ringoComm_t comm, const std::vector<ringo_p2p_call>& calls) {
-    return ringo_p2p_device_launch(comm, &px, calls.data(), calls.size(), &s.ops);
+    return ringo_p2p_device_launch(comm, &s.stage, calls.data(), calls.size(), &s.ops);
   }
+  int Pending() { return ringo_staged_pending(&s.stage); }
 };
 
 // What rank `from` sends rank `to`: distinct for every pair and element.
@@ -82,13 +78,13 @@ TEST(DeviceP2pAsync, LaunchDoesNotWaitAndTheProxyWaitsForTheStream) {
         << ringo_thread_last_error();
     // Written after the launch but before the stream staged them: these are the bytes that go.
     for (size_t i = 0; i < count; i++) out[i] = Value(me, peer, i);
-    EXPECT_EQ(1, ringo_p2p_device_pending(dp.px));
+    EXPECT_EQ(1, dp.Pending());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    EXPECT_EQ(1, ringo_p2p_device_pending(dp.px)) << "the proxy ran before the stream staged the sends";
+    EXPECT_EQ(1, dp.Pending()) << "the proxy ran before the stream staged the sends";
     EXPECT_EQ(-1.0f, in[0]) << "a receive landed before the stream ran";
     dp.s.stream.SetGate(true);
     dp.s.stream.Drain();
-    EXPECT_EQ(0, ringo_p2p_device_pending(dp.px));
+    EXPECT_EQ(0, dp.Pending());
     for (size_t i = 0; i < count; i++) ASSERT_EQ(Value(peer, me, i), in[i]) << "element " << i;
   });
 }
@@ -175,7 +171,7 @@ TEST(DeviceP2pErrors, AMissingSenderTimesOutAndReleasesTheStream) {
     ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{0, 1, in.data(), 100, ringoFloat32}}));
     dp.s.stream.Drain();
     EXPECT_EQ(ringoTimeout, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
-    EXPECT_EQ(0, ringo_p2p_device_pending(dp.px));
+    EXPECT_EQ(0, dp.Pending());
   }, opts);
 }
 

@@ -10,18 +10,15 @@
 #include "schedule.h"
 
 #ifdef __cplusplus
-#include <atomic>
-using std::atomic_int; /* so C++ tests can include this header */
 extern "C" {
-#else
-#include <stdatomic.h>
 #endif
 
 struct ringo_op; /* comm.h */
 
-/* How bytes and work reach the stream: device.c gives cudaMemcpyAsync and cudaLaunchHostFunc on
- * ringo's stream and cudaHostAlloc'd buffers; test_staged.cc gives memcpy on a worker thread. Every
- * enqueue runs after the ones before it, and the function given to host_fn must not call CUDA. */
+/* How bytes and work reach the stream: device.c gives cudaMemcpyAsync, cudaLaunchHostFunc and a
+ * wait kernel on ringo's stream and cudaHostAlloc'd buffers; test_staged.cc gives memcpy on a worker
+ * thread. Every enqueue runs after the ones before it; the function given to host_fn must not call
+ * CUDA nor wait (the proxy's marker only counts). */
 struct ringo_stage_ops {
   void* ctx;
   ringoResult_t (*to_host)(void* ctx, void* host, const void* dev, size_t bytes);
@@ -31,16 +28,19 @@ struct ringo_stage_ops {
   void (*host_free)(void* ctx, void* p);
   ringoResult_t (*drain)(void* ctx); /* waits until everything enqueued has run */
   /* The stream waits here until *flag (pinned host memory another thread of this process stores
-   * to, with release) reaches value, or the communicator is aborted. Device point-to-point only. */
+   * to, with release) reaches value, or the communicator is aborted (the proxy's flag). */
   ringoResult_t (*wait_flag)(void* ctx, const uint64_t* flag, uint64_t value);
 };
 
-/* One communicator's staging buffers, reused by every staged collective (stream order keeps them
- * apart) and replaced, after a drain, when a larger one comes. */
+struct ringo_proxy; /* proxy.h */
+
+/* One communicator's staging buffers, reused by every staged collective and device send/receive
+ * batch (stream order keeps them apart) and replaced, after a drain, when a larger one comes; and
+ * its proxy thread, which runs the host side of both (made on first use). */
 struct ringo_stage {
-  void *in, *out;
-  size_t in_cap, out_cap;
-  atomic_int pending; /* enqueued host runs not finished yet */
+  void *in, *out, *p2p;
+  size_t in_cap, out_cap, p2p_cap;
+  struct ringo_proxy* proxy;
 };
 
 /* Bytes rank's sendbuff and recvbuff span for a collective of count elements (count as the API
@@ -49,15 +49,18 @@ void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t typ
                          size_t* in_bytes, size_t* out_bytes);
 
 /* Enqueues op (device buffers, op->seq already taken): sendbuff to the host, the host ring on the
- * staged copies, the result back to recvbuff. Returns at once; an error of the host run goes to
- * the communicator (ringoCommGetAsyncError, the next call). */
+ * staged copies (on the proxy thread, proxy.h), the result back to recvbuff. Returns at once; an
+ * error of the host run goes to the communicator (ringoCommGetAsyncError, the next call). */
 ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops);
 
 /* Makes *buf (pinned, *cap bytes) hold at least need bytes. The old buffer may still be in use by
  * enqueued work, so the stream drains before it is freed. */
 ringoResult_t ringo_stage_grow(void** buf, size_t* cap, size_t need, const struct ringo_stage_ops* ops);
 
-/* Waits for every staged run of st, then frees its buffers. */
+/* Host runs (collectives and send/receive batches) of st submitted and not finished. */
+int ringo_staged_pending(const struct ringo_stage* st);
+
+/* Waits for every host run of st, then stops its proxy and frees its buffers. */
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops);
 
 /* Testing hook (test/test_staged.cc, which cannot build a struct ringo_op): the op ringo_coll_run

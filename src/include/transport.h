@@ -98,7 +98,7 @@ extern const struct ringo_transport ringo_transport_mpi;
 ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** ctx);
 void ringo_mpi_ctx_free(void* ctx);
 /* 1 when MPI runs at MPI_THREAD_MULTIPLE, so MPI links may be driven from another thread while
- * the user calls MPI (a staged device collective runs on CUDA's host-function thread). */
+ * the user calls MPI (staged device collectives and device sends run on ringo's proxy thread). */
 int ringo_mpi_links_thread_safe(void);
 #endif
 

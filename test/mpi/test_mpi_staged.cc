@@ -68,7 +68,6 @@ int32_t PairValue(int from, int to, size_t i) { return from * 1000000 + to * 100
 void ProxyAllToAllOnFakeHosts(int n, const std::vector<int>& hosts, size_t count) {
   OnFakeHosts(n, hosts, [n, count](ringoComm_t comm, int r) {
     Stager s;
-    ringo_p2p_proxy* px = nullptr;
     std::vector<int32_t> out(count * n), in(count * n, -1);
     for (int p = 0; p < n; p++)
       for (size_t i = 0; i < count; i++) out[p * count + i] = PairValue(r, p, i);
@@ -77,11 +76,10 @@ void ProxyAllToAllOnFakeHosts(int n, const std::vector<int>& hosts, size_t count
       calls.push_back({1, p, &out[p * count], count, ringoInt32});
       calls.push_back({0, p, &in[p * count], count, ringoInt32});
     }
-    ASSERT_EQ(ringoSuccess, ringo_p2p_device_launch(comm, &px, calls.data(), calls.size(), &s.ops))
+    ASSERT_EQ(ringoSuccess, ringo_p2p_device_launch(comm, &s.stage, calls.data(), calls.size(), &s.ops))
         << ringo_thread_last_error();
     s.stream.Drain();
     EXPECT_EQ(ringoSuccess, AsyncError(comm)) << ringoGetLastError(comm);
-    ringo_p2p_device_free(px, &s.ops);
     for (int p = 0; p < n; p++)
       for (size_t i = 0; i < count; i++)
         ASSERT_EQ(PairValue(p, r, i), in[p * count + i]) << "from rank " << p << ", element " << i;

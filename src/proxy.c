@@ -1,0 +1,167 @@
+/* proxy.c — a communicator's proxy thread: host work that a device stream waits for, in stream
+ * order. Needs core.h and a stream given as staged.h's operations. Tested through its users by
+ * test/test_staged.cc and test/test_p2p_device.cc (a worker thread stands in for the stream).
+ *
+ *   the stream:   ... copies [marker k] [wait: flag >= k] copies ...
+ *   the proxy:          waits for marker k -> runs work k -> flag = k
+ *
+ * Why a thread of ringo's and not CUDA host functions: the host functions of one process may run
+ * one at a time, and a communicator's work waits for its peers' — ranks of the same process
+ * (ringoCommInitAll) would wait for each other in that one queue; nor may a host function call
+ * CUDA, which a CUDA-aware MPI does inside its calls. The marker is a host function, but one that
+ * only counts. */
+#include "proxy.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm.h"
+#include "core.h"
+
+#define MARK_NAP_MAX_NS 1000000L /* the longest nap while the stream has not reached a marker */
+
+struct proxy_work {
+  struct proxy_work* next;
+  ringo_proxy_fn fn;
+  void* arg;
+  uint64_t mark;   /* the marker the stream passes once the work's input copies are done */
+  uint64_t number; /* the flag value that lets the stream go on */
+};
+
+struct ringo_proxy {
+  ringoComm_t comm;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct proxy_work *head, *tail; /* under mu */
+  int stop;                       /* under mu */
+  atomic_uint_fast64_t marks;     /* markers the stream passed */
+  uint64_t marks_issued, issued;  /* the submitting thread's */
+  uint64_t* flag;                 /* pinned: work finished; the stream waits on it */
+  atomic_int pending;             /* submitted and not finished */
+};
+
+static void mark_reached(void* arg) {
+  struct ringo_proxy* px = arg;
+  atomic_fetch_add_explicit(&px->marks, 1, memory_order_release);
+}
+
+/* 1 once the stream passed marker `mark`; 0 when the communicator was aborted first. */
+static int wait_marker(struct ringo_proxy* px, uint64_t mark) {
+  long nap = 1000;
+  for (int spin = 0; atomic_load_explicit(&px->marks, memory_order_acquire) < mark; spin++) {
+    if (atomic_load_explicit(&px->comm->abort_flag, memory_order_relaxed)) return 0;
+    if (spin < 64) {
+      ringo_yield();
+      continue;
+    }
+    const struct timespec ts = {0, nap};
+    nanosleep(&ts, NULL);
+    if (nap < MARK_NAP_MAX_NS) nap *= 2;
+  }
+  return 1;
+}
+
+static struct proxy_work* next_work(struct ringo_proxy* px) {
+  pthread_mutex_lock(&px->mu);
+  while (!px->head && !px->stop) pthread_cond_wait(&px->cv, &px->mu);
+  struct proxy_work* w = px->head;
+  if (w) {
+    px->head = w->next;
+    if (!px->head) px->tail = NULL;
+  }
+  pthread_mutex_unlock(&px->mu);
+  return w;
+}
+
+/* The flag always moves on, whatever the work did, so the stream never waits for ever: a failure
+ * leaves the communicator in error, which the caller learns from ringoCommGetAsyncError. */
+static void* proxy_main(void* arg) {
+  struct ringo_proxy* px = arg;
+  for (struct proxy_work* w; (w = next_work(px)) != NULL;) {
+    w->fn(w->arg, wait_marker(px, w->mark));
+    __atomic_store_n(px->flag, w->number, __ATOMIC_RELEASE);
+    atomic_fetch_sub_explicit(&px->pending, 1, memory_order_release);
+    free(w);
+  }
+  return NULL;
+}
+
+static ringoResult_t proxy_start(ringoComm_t comm, struct ringo_proxy** out, const struct ringo_stage_ops* ops) {
+  struct ringo_proxy* px = calloc(1, sizeof *px);
+  if (!px) return ringo_fail(ringoSystemError, "out of memory for the proxy");
+  px->comm = comm;
+  ringoResult_t res = ops->host_alloc(ops->ctx, (void**)&px->flag, 64);
+  if (res != ringoSuccess) {
+    free(px);
+    return res;
+  }
+  __atomic_store_n(px->flag, 0, __ATOMIC_RELAXED);
+  pthread_mutex_init(&px->mu, NULL);
+  pthread_cond_init(&px->cv, NULL);
+  const int err = pthread_create(&px->thread, NULL, proxy_main, px);
+  if (err) {
+    pthread_cond_destroy(&px->cv);
+    pthread_mutex_destroy(&px->mu);
+    ops->host_free(ops->ctx, px->flag);
+    free(px);
+    return ringo_fail(ringoSystemError, "rank %d: cannot start the proxy thread: %s", comm->rank, strerror(err));
+  }
+  *out = px;
+  return ringoSuccess;
+}
+
+/* Hands w to the proxy; returns the flag value that says it ran. */
+static uint64_t push(struct ringo_proxy* px, struct proxy_work* w) {
+  pthread_mutex_lock(&px->mu);
+  const uint64_t number = w->number = ++px->issued;
+  if (px->tail) px->tail->next = w;
+  else px->head = w;
+  px->tail = w;
+  atomic_fetch_add_explicit(&px->pending, 1, memory_order_relaxed);
+  pthread_cond_signal(&px->cv);
+  pthread_mutex_unlock(&px->mu);
+  return number;
+}
+
+ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** pxp, ringo_proxy_fn fn, void* arg,
+                                 const struct ringo_stage_ops* ops, int* handed) {
+  int ignored;
+  if (!handed) handed = &ignored;
+  *handed = 0;
+  if (!ops->wait_flag) return ringo_fail(ringoInternalError, "the proxy needs a stream that can wait on a flag");
+  if (!*pxp) RINGO_CHECK(proxy_start(comm, pxp, ops));
+  struct ringo_proxy* px = *pxp;
+  struct proxy_work* w = calloc(1, sizeof *w);
+  if (!w) return ringo_fail(ringoSystemError, "out of memory for the proxy's work");
+  const ringoResult_t res = ops->host_fn(ops->ctx, mark_reached, px);
+  if (res != ringoSuccess) { /* no marker: nothing is out of step */
+    free(w);
+    return res;
+  }
+  /* The marker is on the stream: the work must follow it, or the markers and the work would be
+   * counted out of step. */
+  *w = (struct proxy_work){NULL, fn, arg, ++px->marks_issued, 0};
+  const uint64_t number = push(px, w);
+  *handed = 1;
+  return ops->wait_flag(ops->ctx, px->flag, number);
+}
+
+int ringo_proxy_pending(const struct ringo_proxy* px) {
+  return px ? atomic_load_explicit(&px->pending, memory_order_acquire) : 0;
+}
+
+void ringo_proxy_free(struct ringo_proxy* px, const struct ringo_stage_ops* ops) {
+  if (!px) return;
+  pthread_mutex_lock(&px->mu);
+  px->stop = 1;
+  pthread_cond_signal(&px->cv);
+  pthread_mutex_unlock(&px->mu);
+  pthread_join(px->thread, NULL);
+  pthread_cond_destroy(&px->cv);
+  pthread_mutex_destroy(&px->mu);
+  ops->host_free(ops->ctx, px->flag);
+  free(px);
+}
