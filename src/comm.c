@@ -172,12 +172,14 @@ static void conn_close(struct ringo_conn* c) {
 
 void ringo_comm_free(ringoComm_t comm) {
   if (!comm) return;
-  /* Staged device collectives run the host ring from CUDA's thread: nothing may close under them. */
+  /* The proxy runs host work over the links for queued device work: nothing may close under it. */
   if (!ringo_device_drain(comm)) {
     RINGO_WARN("rank %d: device work still queued after %.0f s without progress; the communicator is left "
                "allocated", comm->rank, comm->env.timeout_s);
     return;
   }
+  /* The proxy goes first (device.c): it may be running host work over the links closed below. */
+  ringo_device_free(comm);
   if (comm->trace && ringo_trace_close(comm->trace) != ringoSuccess)
     RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
   conn_close(&comm->send);
@@ -185,7 +187,6 @@ void ringo_comm_free(ringoComm_t comm) {
   for (int r = 0; comm->star_to && r < comm->nranks; r++) conn_close(&comm->star_to[r]);
   for (int r = 0; comm->star_from && r < comm->nranks; r++) conn_close(&comm->star_from[r]);
   ringo_p2p_free(comm);
-  ringo_device_free(comm);
   free(comm->star_to);
   free(comm->star_from);
   if (comm->tctx_free) comm->tctx_free(comm->tctx);

@@ -1,11 +1,17 @@
 /* ddp.c — the DDP layer: gradient buckets, ready marks, bucket all-reduces on a communication
  * thread overlapping backward, weighted averaging. A layer ON the public API: includes only ringo.h,
- * ringo_ddp.h, libc and pthreads (no src/include). Tested by test/test_ddp.cc; used by bench/ddp_train.c.
+ * ringo_ddp.h, libc, pthreads and ddp_device.h (its own CUDA-free vtable for device memory; no
+ * src/include). Tested by test/test_ddp.cc and test/test_ddp_device.cc; used by bench/ddp_train.c.
  *
  *   caller thread (backward)                 communication thread
  *   MarkReady(p) ... bucket k complete  -->  launched = k+1 --> scale by w_r, all-reduce (sum), unpack
  *   MarkReady(q) ... (backward goes on)                          bucket k+1 ...
  *   Finish(): wait until done == nbuckets <--------------------  done++
+ *
+ * Device buckets take the same road, but the thread only enqueues: on the completing MarkReady the
+ * bucket's ready event is recorded on the compute stream; the thread makes the side stream wait
+ * for it and enqueues scale, pack, ringoAllReduce and unpack there; Finish makes the compute stream
+ * wait for the side stream (an event) and returns. The host never waits for the GPU.
  */
 #include <errno.h>
 #include <math.h>
@@ -19,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ddp_device.h"
 #include "ringo.h"
 #include "ringo_ddp.h"
 
@@ -53,6 +60,10 @@ struct ringoDdp {
   int nbuckets;
   int* order;
   char* staging; /* one bucket at a time runs, so one buffer of the largest non-tiling bucket */
+  ringoStream_t stream;                /* compute stream of device gradients (SetStream) */
+  struct ringo_ddp_device_ops dev;     /* device memory: dev.ctx set once opened or installed */
+  int have_dev, ndevice_buckets;
+  char* dev_staging; /* device twin of staging: its users are ordered on the side stream */
   int frozen;    /* BroadcastParams succeeded: buckets fixed, registration closed */
   int no_sync;
   double weight; /* w_r = n_r / sum(n); only changed between steps */
@@ -197,6 +208,10 @@ static void scale_copy(void* dst, const void* src, size_t n, ringoDataType_t t, 
   }
 }
 
+void ringo_ddp_host_scale(void* dst, const void* src, size_t count, ringoDataType_t type, double w) {
+  scale_copy(dst, src, count, type, w);
+}
+
 /* ---- host memory check ----
  * A device pointer registered as host memory must be an error, not a crash in the communication
  * thread. Without CUDA we cannot ask the driver, but a device address is not readable by the host
@@ -256,7 +271,8 @@ static char* tiled_base(const struct ringoDdp* d, const struct ddp_bucket* b) {
 static ringoResult_t build_buckets(struct ringoDdp* d) {
   const int np = d->nparams;
   free(d->buckets), free(d->order), free(d->ready), free(d->pending), free(d->staging); /* a retry */
-  d->staging = NULL;
+  if (d->dev_staging) d->dev.free(d->dev.ctx, d->dev_staging);
+  d->staging = d->dev_staging = NULL;
   int* bucket_of = malloc(sizeof(int) * (size_t)(np ? np : 1));
   d->buckets = calloc((size_t)(np ? np : 1), sizeof(struct ddp_bucket));
   d->order = malloc(sizeof(int) * (size_t)(np ? np : 1));
@@ -279,23 +295,43 @@ static ringoResult_t build_buckets(struct ringoDdp* d) {
     b->bytes += d->params[i].count * float_size(d->params[i].type);
   }
   free(bucket_of);
-  size_t staging = 0;
+  size_t staging[2] = {0, 0}; /* host, device */
+  d->ndevice_buckets = 0;
   for (int b = 0; b < d->nbuckets; b++) {
     struct ddp_bucket* bk = &d->buckets[b];
     bk->inplace = tiled_base(d, bk);
-    if (!bk->inplace && bk->bytes > staging) staging = bk->bytes;
+    if (!bk->inplace && bk->bytes > staging[bk->mem]) staging[bk->mem] = bk->bytes;
+    d->ndevice_buckets += bk->mem == ringoMemDevice;
     d->pending[b] = bk->n;
   }
-  if (staging && !(d->staging = malloc(staging)))
-    return fail(d, ringoSystemError, "ringoDdpBroadcastParams: out of memory for a %zu-byte staging buffer", staging);
+  if (staging[0] && !(d->staging = malloc(staging[0])))
+    return fail(d, ringoSystemError, "ringoDdpBroadcastParams: out of memory for a %zu-byte staging buffer",
+                staging[0]);
+  if (!d->ndevice_buckets) return ringoSuccess;
+  int e = d->dev.prepare(d->dev.ctx, d->nbuckets);
+  if (e) return fail(d, ringoUnhandledCudaError, "ringoDdpBroadcastParams: creating the buckets' ready events "
+                     "failed: %s", d->dev.error_string(e));
+  if (staging[1] && (e = d->dev.alloc(d->dev.ctx, (void**)&d->dev_staging, staging[1])) != 0) {
+    d->dev_staging = NULL;
+    return fail(d, ringoUnhandledCudaError, "ringoDdpBroadcastParams: allocating a %zu-byte device staging buffer "
+                "failed: %s", staging[1], d->dev.error_string(e));
+  }
   return ringoSuccess;
 }
 
 /* ---- the communication thread ---- */
 
-/* One bucket: pre-scale by w_r (packing into staging unless the gradients tile memory), one
+static ringoResult_t allreduce_failed(const struct ringoDdp* d, const struct ddp_bucket* b, ringoResult_t res,
+                                      char* msg) {
+  snprintf(msg, MSG_BYTES, "bucket %d all-reduce (%zu x %s%s) failed: %s: %s", (int)(b - d->buckets), b->count,
+           type_name(b->type), b->mem == ringoMemDevice ? ", device memory" : "", ringoGetErrorString(res),
+           ringoGetLastError(d->comm));
+  return res;
+}
+
+/* One host bucket: pre-scale by w_r (packing into staging unless the gradients tile memory), one
  * ringoSum all-reduce, unpack. On failure the ringo message is copied into msg. */
-static ringoResult_t run_bucket(struct ringoDdp* d, const struct ddp_bucket* b, char* msg) {
+static ringoResult_t run_host_bucket(struct ringoDdp* d, const struct ddp_bucket* b, char* msg) {
   const size_t esize = float_size(b->type);
   char* buf = b->inplace ? b->inplace : d->staging;
   size_t off = 0;
@@ -307,11 +343,7 @@ static ringoResult_t run_bucket(struct ringoDdp* d, const struct ddp_bucket* b, 
       off += p->count * esize;
     }
   const ringoResult_t res = ringoAllReduce(buf, buf, b->count, b->type, ringoSum, d->comm, NULL);
-  if (res != ringoSuccess) {
-    snprintf(msg, MSG_BYTES, "bucket %d all-reduce (%zu x %s) failed: %s: %s", (int)(b - d->buckets), b->count,
-             type_name(b->type), ringoGetErrorString(res), ringoGetLastError(d->comm));
-    return res;
-  }
+  if (res != ringoSuccess) return allreduce_failed(d, b, res, msg);
   off = 0;
   if (!b->inplace)
     for (int k = 0; k < b->n; k++) {
@@ -320,6 +352,48 @@ static ringoResult_t run_bucket(struct ringoDdp* d, const struct ddp_bucket* b, 
       off += p->count * esize;
     }
   return ringoSuccess;
+}
+
+static ringoResult_t device_failed(const struct ringoDdp* d, const struct ddp_bucket* b, const char* what, int e,
+                                   char* msg) {
+  snprintf(msg, MSG_BYTES, "bucket %d (device memory): %s failed: %s", (int)(b - d->buckets), what,
+           d->dev.error_string(e));
+  return ringoUnhandledCudaError;
+}
+
+/* One device bucket, enqueued on the side stream behind the bucket's ready event: the same steps
+ * as a host bucket (scale-and-pack, all-reduce, unpack), none of which waits for the GPU. Errors
+ * here are enqueue errors; those of the all-reduce itself reach ringoCommGetAsyncError. */
+static ringoResult_t run_device_bucket(struct ringoDdp* d, const struct ddp_bucket* b, char* msg) {
+  const struct ringo_ddp_device_ops* o = &d->dev;
+  const size_t esize = float_size(b->type);
+  char* buf = b->inplace ? b->inplace : d->dev_staging;
+  if (b->count == 0) return ringoSuccess; /* only empty gradients: every rank skips it alike */
+  int e = o->side_wait(o->ctx, (int)(b - d->buckets));
+  if (e) return device_failed(d, b, "waiting for the ready event", e, msg);
+  if (b->inplace && (e = o->scale(o->ctx, buf, buf, b->count, b->type, d->weight)) != 0)
+    return device_failed(d, b, "the scale kernel", e, msg);
+  size_t off = 0;
+  for (int k = 0; !b->inplace && k < b->n; k++) {
+    const struct ddp_param* p = &d->params[d->order[b->first + k]];
+    if (p->count && (e = o->scale(o->ctx, buf + off, p->grad, p->count, p->type, d->weight)) != 0)
+      return device_failed(d, b, "the scale kernel (packing)", e, msg);
+    off += p->count * esize;
+  }
+  const ringoResult_t res = ringoAllReduce(buf, buf, b->count, b->type, ringoSum, d->comm, o->side_stream(o->ctx));
+  if (res != ringoSuccess) return allreduce_failed(d, b, res, msg);
+  off = 0;
+  for (int k = 0; !b->inplace && k < b->n; k++) {
+    const struct ddp_param* p = &d->params[d->order[b->first + k]];
+    if (p->count && (e = o->copy(o->ctx, p->grad, buf + off, p->count * esize)) != 0)
+      return device_failed(d, b, "unpacking (cudaMemcpyAsync)", e, msg);
+    off += p->count * esize;
+  }
+  return ringoSuccess;
+}
+
+static ringoResult_t run_bucket(struct ringoDdp* d, const struct ddp_bucket* b, char* msg) {
+  return b->mem == ringoMemDevice ? run_device_bucket(d, b, msg) : run_host_bucket(d, b, msg);
 }
 
 /* Takes launched buckets in order. After a failure the rest of the step's buckets are only
@@ -359,6 +433,30 @@ static void launch_ready(struct ringoDdp* d) {
   if (d->launched != before) pthread_cond_signal(&d->work);
 }
 
+/* Under mu: a device operation of the step failed (message in d->msg); the context is unusable and
+ * Finish returns the error once. */
+static ringoResult_t step_failed(struct ringoDdp* d, ringoResult_t res) {
+  if (d->failed == ringoSuccess) {
+    d->failed = res;
+    memcpy(d->async_msg, d->msg, MSG_BYTES);
+  }
+  return res;
+}
+
+/* Under mu, outside NoSync: parameter i is final. The mark that completes a device bucket records
+ * its ready event on the compute stream right then, so the bucket's all-reduce waits for exactly
+ * the work enqueued there before the mark. If that fails the bucket is still launched (and
+ * skipped, as after any failure), so Finish returns. */
+static ringoResult_t count_ready(struct ringoDdp* d, int i, const char* fn) {
+  const int b = d->params[i].bucket;
+  d->ready[i] = 1;
+  if (--d->pending[b] != 0 || d->buckets[b].mem != ringoMemDevice) return ringoSuccess;
+  const int e = d->dev.record_ready(d->dev.ctx, b, d->stream);
+  if (e == 0) return ringoSuccess;
+  return step_failed(d, fail(d, ringoUnhandledCudaError, "%s: recording bucket %d's ready event on the compute "
+                             "stream failed: %s", fn, b, d->dev.error_string(e)));
+}
+
 /* Under mu, once every launched bucket is done: the next step starts clean. */
 static void reset_step(struct ringoDdp* d) {
   memset(d->ready, 0, (size_t)d->nparams);
@@ -379,6 +477,34 @@ static ringoResult_t check_usable(struct ringoDdp* d, const char* fn, int need_f
 
 static ringoResult_t comm_fail(struct ringoDdp* d, const char* fn, const char* what, ringoResult_t res) {
   return fail(d, res, "%s: %s failed: %s: %s", fn, what, ringoGetErrorString(res), ringoGetLastError(d->comm));
+}
+
+/* A device parameter: the device ops are opened on the first one (so a build or communicator
+ * without a GPU says so here), then both buffers are checked to be memory of the comm's GPU. */
+static ringoResult_t check_device(struct ringoDdp* d, const char* fn, int i, const void* grad, const void* param,
+                                  size_t bytes) {
+  if (!d->have_dev) {
+    char why[MSG_BYTES / 2];
+    const ringoResult_t res = ringo_ddp_device_open(d->comm, &d->dev, why, sizeof why);
+    if (res != ringoSuccess) return fail(d, res, "%s: parameter %d: device memory: %s", fn, i, why);
+    d->have_dev = 1;
+  }
+  for (int k = 0; k < 2; k++) {
+    const void* p = k ? param : grad;
+    const int e = d->dev.check_ptr(d->dev.ctx, p, bytes);
+    if (e) return fail(d, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is not device memory of the "
+                       "communicator's GPU: %s", fn, i, k ? "param" : "grad", p, bytes, d->dev.error_string(e));
+  }
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_ddp_set_device_ops(ringoDdp_t ddp, const struct ringo_ddp_device_ops* ops) {
+  if (!ddp || !ops) return fail(ddp, ringoInvalidArgument, "ringo_ddp_set_device_ops: %s is NULL", ddp ? "ops" : "ddp");
+  if (ddp->have_dev)
+    return fail(ddp, ringoInvalidUsage, "ringo_ddp_set_device_ops: device memory is registered already");
+  ddp->dev = *ops;
+  ddp->have_dev = 1;
+  return ringoSuccess;
 }
 
 /* ---- the public API ---- */
@@ -433,12 +559,12 @@ RINGO_API ringoResult_t ringoDdpRegisterMem(ringoDdp_t ddp, void* grad, void* pa
     return fail(ddp, ringoInvalidArgument, "%s: parameter %d: %s is NULL with count %zu", fn, i, grad ? "param" : "grad", count);
   if (mem != ringoMemHost && mem != ringoMemDevice)
     return fail(ddp, ringoInvalidArgument, "%s: parameter %d: unknown memory kind %d", fn, i, (int)mem);
-  if (mem == ringoMemDevice)
-    return fail(ddp, ringoInvalidUsage, "%s: parameter %d: device memory needs ringo's CUDA path, which this build "
-                "does not have; register host memory (ringoMemHost)", fn, i);
-  if (!host_readable(grad, count * esize) || !host_readable(param, count * esize))
+  if (mem == ringoMemDevice) {
+    const ringoResult_t res = check_device(ddp, fn, i, grad, param, count * esize);
+    if (res != ringoSuccess) return res;
+  } else if (!host_readable(grad, count * esize) || !host_readable(param, count * esize))
     return fail(ddp, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is not host memory this process can "
-                "read: a device pointer? device memory needs ringo's CUDA path", fn, i,
+                "read: a device pointer? register device memory as ringoMemDevice", fn, i,
                 host_readable(grad, count * esize) ? "param" : "grad", host_readable(grad, count * esize) ? param : grad,
                 count * esize);
   if (i == ddp->cap) {
@@ -506,6 +632,40 @@ static ringoResult_t check_shapes(struct ringoDdp* d, const char* fn) {
   return res;
 }
 
+/* Rank 0's values into every param, in the same order on every rank: the device ones first, on the
+ * side stream behind the compute stream's work so far, then waited for (a one-time setup call may
+ * block the host), then the host ones. */
+static ringoResult_t broadcast_params(struct ringoDdp* d, const char* fn) {
+  const struct ringo_ddp_device_ops* o = &d->dev;
+  int ndev = 0, e;
+  for (int i = 0; i < d->nparams; i++) ndev += d->params[i].mem == ringoMemDevice && d->params[i].count > 0;
+  if (ndev && (e = o->side_after(o->ctx, d->stream)) != 0)
+    return fail(d, ringoUnhandledCudaError, "%s: ordering the side stream after the compute stream failed: %s", fn,
+                o->error_string(e));
+  for (int pass = ndev ? 0 : 1; pass < 2; pass++) {
+    const ringoMemKind_t kind = pass ? ringoMemHost : ringoMemDevice;
+    for (int i = 0; i < d->nparams; i++) {
+      const struct ddp_param* p = &d->params[i];
+      if (p->count == 0 || p->mem != kind) continue;
+      const ringoResult_t res = ringoBroadcast(p->param, p->param, p->count, p->type, 0, d->comm,
+                                               kind == ringoMemDevice ? o->side_stream(o->ctx) : NULL);
+      if (res != ringoSuccess) {
+        char what[64];
+        snprintf(what, sizeof what, "broadcasting parameter %d", i);
+        return comm_fail(d, fn, what, res);
+      }
+    }
+    if (pass == 1) break;
+    ringoResult_t async = ringoSuccess;
+    if ((e = o->sync_side(o->ctx)) != 0)
+      return fail(d, ringoUnhandledCudaError, "%s: waiting for the device parameters' broadcast failed: %s", fn,
+                  o->error_string(e));
+    if (ringoCommGetAsyncError(d->comm, &async) == ringoSuccess && async != ringoSuccess)
+      return comm_fail(d, fn, "broadcasting the device parameters", async);
+  }
+  return ringoSuccess;
+}
+
 RINGO_API ringoResult_t ringoDdpBroadcastParams(ringoDdp_t ddp) {
   static const char fn[] = "ringoDdpBroadcastParams";
   if (!ddp) return fail(NULL, ringoInvalidArgument, "%s: ddp is NULL", fn);
@@ -513,19 +673,11 @@ RINGO_API ringoResult_t ringoDdpBroadcastParams(ringoDdp_t ddp) {
   if (res != ringoSuccess) return res;
   if (ddp->frozen) return fail(ddp, ringoInvalidUsage, "%s: called twice (the buckets are fixed already)", fn);
   if ((res = check_shapes(ddp, fn)) != ringoSuccess || (res = build_buckets(ddp)) != ringoSuccess) return res;
-  for (int i = 0; i < ddp->nparams; i++) {
-    const struct ddp_param* p = &ddp->params[i];
-    if (p->count == 0) continue;
-    res = ringoBroadcast(p->param, p->param, p->count, p->type, 0, ddp->comm, NULL);
-    if (res != ringoSuccess) {
-      char what[64];
-      snprintf(what, sizeof what, "broadcasting parameter %d", i);
-      res = comm_fail(ddp, fn, what, res);
-      ddp->failed = res; /* ranks may now hold different parameters: no training on this context */
-      ddp->failure_reported = 1;
-      memcpy(ddp->async_msg, ddp->msg, MSG_BYTES);
-      return res;
-    }
+  if ((res = broadcast_params(ddp, fn)) != ringoSuccess) {
+    ddp->failed = res; /* ranks may now hold different parameters: no training on this context */
+    ddp->failure_reported = 1;
+    memcpy(ddp->async_msg, ddp->msg, MSG_BYTES);
+    return res;
   }
   ddp->frozen = 1;
   return ringoSuccess;
@@ -541,9 +693,12 @@ RINGO_API ringoResult_t ringoDdpMarkReady(ringoDdp_t ddp, int index) {
   else if (res == ringoSuccess && ddp->ready[index])
     res = fail(ddp, ringoInvalidUsage, "%s: parameter %d was already marked ready in this step", fn, index);
   if (res == ringoSuccess) {
-    ddp->ready[index] = 1;
     ddp->in_step = 1;
-    if (!ddp->no_sync && --ddp->pending[ddp->params[index].bucket] == 0) launch_ready(ddp);
+    if (ddp->no_sync) ddp->ready[index] = 1;
+    else {
+      res = count_ready(ddp, index, fn);
+      launch_ready(ddp);
+    }
   }
   pthread_mutex_unlock(&ddp->mu);
   return res;
@@ -559,13 +714,19 @@ RINGO_API ringoResult_t ringoDdpFinish(ringoDdp_t ddp) {
     const int sync = !ddp->no_sync && ddp->failed == ringoSuccess;
     if (sync) {
       for (int i = 0; i < ddp->nparams; i++) /* unmarked gradients are final now, as they are */
-        if (!ddp->ready[i]) ddp->ready[i] = 1, ddp->pending[ddp->params[i].bucket]--;
+        if (!ddp->ready[i]) (void)count_ready(ddp, i, fn);
       launch_ready(ddp);
     }
     /* Even after a failure, wait for what was launched: the thread must be idle before the reset. */
     const double t0 = now_s();
     while (ddp->done < ddp->launched) pthread_cond_wait(&ddp->done_cv, &ddp->mu);
     if (sync) ddp->stats.exposedSeconds += now_s() - t0, ddp->stats.steps++;
+    /* Device buckets are only enqueued: the compute stream (the optimizer's) waits for the side
+     * stream on the device, and the host goes on. */
+    int e = 0;
+    if (sync && ddp->ndevice_buckets && ddp->failed == ringoSuccess && (e = ddp->dev.join(ddp->dev.ctx, ddp->stream)))
+      step_failed(ddp, fail(ddp, ringoUnhandledCudaError, "%s: making the compute stream wait for the side stream "
+                            "failed: %s", fn, ddp->dev.error_string(e)));
     if (ddp->failed != ringoSuccess && !ddp->failure_reported) { /* the real code, once */
       ddp->failure_reported = 1;
       res = fail(ddp, ddp->failed, "%s: %s", fn, ddp->async_msg);
@@ -593,6 +754,15 @@ RINGO_API ringoResult_t ringoDdpNoSync(ringoDdp_t ddp, int enable) {
   if (!ddp) return fail(NULL, ringoInvalidArgument, "ringoDdpNoSync: ddp is NULL");
   const ringoResult_t res = check_usable(ddp, "ringoDdpNoSync", 0, 1);
   if (res == ringoSuccess) ddp->no_sync = enable != 0;
+  return res;
+}
+
+RINGO_API ringoResult_t ringoDdpSetStream(ringoDdp_t ddp, ringoStream_t stream) {
+  if (!ddp) return fail(NULL, ringoInvalidArgument, "ringoDdpSetStream: ddp is NULL");
+  pthread_mutex_lock(&ddp->mu); /* MarkReady reads it under mu */
+  const ringoResult_t res = check_usable(ddp, "ringoDdpSetStream", 0, 1);
+  if (res == ringoSuccess) ddp->stream = stream;
+  pthread_mutex_unlock(&ddp->mu);
   return res;
 }
 
@@ -635,6 +805,8 @@ RINGO_API ringoResult_t ringoDdpDestroy(ringoDdp_t ddp) {
   pthread_cond_destroy(&ddp->work);
   pthread_mutex_destroy(&ddp->mu);
   free(ddp->staging);
+  if (ddp->dev_staging) ddp->dev.free(ddp->dev.ctx, ddp->dev_staging);
+  if (ddp->have_dev && ddp->dev.close) ddp->dev.close(ddp->dev.ctx);
   free(ddp->pending);
   free(ddp->ready);
   free(ddp->order);

@@ -409,12 +409,12 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   else if (d->usable)
     RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, %d channels x %d slots x %zu bytes", me, d->dev,
                d->nchannels, DEV_NSLOTS, d->slot_bytes);
+  else
+    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path off: %s", me, d->why);
   if (d->usable && d->local_ranks >= 4 && !getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
     RINGO_INFO(RINGO_LOG_INIT, "rank %d: %d ranks of this process share device %d: their streams outnumber CUDA's 8 "
                "hardware queues; set CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts (cuda/README.md)", me,
                d->local_ranks, d->dev);
-  else
-    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path off: %s", me, d->why);
   return res;
 }
 
@@ -563,7 +563,9 @@ static ringoResult_t p2p_launch(ringoComm_t comm, const struct ringo_op* const* 
   const struct ringo_stage_ops sops = stage_ops(d);
   if (res == ringoSuccess) res = ringo_p2p_device_launch(comm, &d->stage, calls, n, &sops);
   free(calls);
-  if (res == ringoSuccess) CU_CHECK(cudaEventRecord(d->done, d->stream), "cudaEventRecord");
+  /* Recorded even after a failure, so the joins also wait for copies already queued. */
+  const cudaError_t err = cudaEventRecord(d->done, d->stream);
+  if (res == ringoSuccess && err != cudaSuccess) res = cuda_fail(err, "cudaEventRecord");
   return res;
 }
 

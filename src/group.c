@@ -154,9 +154,9 @@ static ringoResult_t launch_p2p_batch(struct ringo_op* ops, size_t nops, size_t 
     ops[j].defer_join = 1;
     batch[n++] = &ops[j];
   }
-  const ringoResult_t r = ringo_p2p_run_device(comm, batch, n, 0); /* records its errors in the communicator */
-  for (size_t k = 0; r != ringoSuccess && k < n; k++) ((struct ringo_op*)batch[k])->defer_join = 0;
-  return r;
+  /* Records its errors in the communicator; the ops stay to be joined even after a failure, since
+   * copies already queued may still write their receive buffers. */
+  return ringo_p2p_run_device(comm, batch, n, 0);
 }
 
 /* Device operations only enqueue, so the calling thread does them all: first every launch, then
@@ -166,7 +166,9 @@ static ringoResult_t run_device_ops(struct ringo_op* ops, size_t nops) {
   unsigned char* taken = calloc(nops, 1);
   const struct ringo_op** batch = calloc(nops, sizeof *batch);
   ringoResult_t res = taken && batch ? ringoSuccess : ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
-  for (size_t i = 0; res == ringoSuccess && i < nops; i++) {
+  /* One failure does not stop the others: every communicator's work is launched (or fails on its
+   * own), as outside a group. */
+  for (size_t i = 0; taken && batch && i < nops; i++) {
     if (!ops[i].device || taken[i]) continue;
     ringoResult_t r;
     if (ops[i].kind == RINGO_KIND_COLL) {

@@ -347,7 +347,11 @@ ringoResult_t ringo_p2p_run_device(ringoComm_t comm, const struct ringo_op* cons
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   atomic_fetch_add(&comm->inflight, 1);
   res = ringo_device_p2p_launch(comm, ops, n);
-  for (size_t i = 0; join && res == ringoSuccess && i < n; i++) res = ringo_device_join(ops[i]);
+  /* Joined even after a failure: copies already queued may still write the receive buffers. */
+  for (size_t i = 0; join && i < n; i++) {
+    const ringoResult_t r = ringo_device_join(ops[i]);
+    if (res == ringoSuccess) res = r;
+  }
   if (res != ringoSuccess) ringo_comm_fail(comm, res); /* a half-enqueued batch leaves the links out of step */
   atomic_fetch_sub(&comm->inflight, 1);
   return res;
@@ -384,6 +388,9 @@ static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
     res = ringo_fail(ringoInvalidArgument, "%s: a stream was given with a host buffer; point-to-point on host "
                      "memory runs on the calling thread: pass NULL", name);
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
+  /* An empty message moves nothing at either end (the engine skips it too): queueing it would
+   * only make a group wait, e.g. for the communicator's device work before a host batch. */
+  if (op.count == 0) return ringoSuccess;
   if (ringo_group_enqueue(&op, &res)) return ringo_comm_record(comm, res);
   /* Caught before anything moves, so the communicator stays usable. */
   if (op.peer == comm->rank && op.count > 0)

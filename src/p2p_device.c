@@ -70,13 +70,14 @@ ringoResult_t ringo_p2p_device_launch(ringoComm_t comm, struct ringo_stage* st, 
                                       size_t n, const struct ringo_stage_ops* ops) {
   size_t need = 0;
   for (size_t i = 0; i < n; i++) need += staged_bytes(&calls[i]);
-  RINGO_CHECK(ringo_stage_grow(&st->p2p, &st->p2p_cap, need, ops));
+  RINGO_CHECK(ringo_stage_grow(st, &st->p2p, &st->p2p_cap, need, ops));
   struct p2p_batch* b = make_batch(comm, st->p2p, calls, n);
   if (!b) return ringo_fail(ringoSystemError, "out of memory for a batch of %zu device sends/receives", n);
   int handed = 0;
   ringoResult_t res = copy_slices(st->p2p, calls, n, 1, ops);
   if (res == ringoSuccess) res = ringo_proxy_submit(comm, &st->proxy, run_batch, b, ops, &handed);
   if (!handed) free(b);
-  /* After a failure the receives stay uncopied; the caller puts the communicator in error. */
+  /* After a failure the receives stay uncopied; the caller puts the communicator in error, so the
+   * proxy, which has the batch if it was handed over, skips it. */
   return res == ringoSuccess ? copy_slices(st->p2p, calls, n, 0, ops) : res;
 }

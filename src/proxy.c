@@ -37,6 +37,7 @@ struct ringo_proxy {
   pthread_cond_t cv;
   struct proxy_work *head, *tail; /* under mu */
   int stop;                       /* under mu */
+  atomic_int quit;                /* teardown: work the stream has not reached is skipped */
   atomic_uint_fast64_t marks;     /* markers the stream passed */
   uint64_t marks_issued, issued;  /* the submitting thread's */
   uint64_t* flag;                 /* pinned: work finished; the stream waits on it */
@@ -48,11 +49,14 @@ static void mark_reached(void* arg) {
   atomic_fetch_add_explicit(&px->marks, 1, memory_order_release);
 }
 
-/* 1 once the stream passed marker `mark`; 0 when the communicator was aborted first. */
+/* 1 once the stream passed marker `mark`; 0 when the communicator was aborted, or is being torn
+ * down, first (a stream that failed never gets there). */
 static int wait_marker(struct ringo_proxy* px, uint64_t mark) {
   long nap = 1000;
   for (int spin = 0; atomic_load_explicit(&px->marks, memory_order_acquire) < mark; spin++) {
-    if (atomic_load_explicit(&px->comm->abort_flag, memory_order_relaxed)) return 0;
+    if (atomic_load_explicit(&px->comm->abort_flag, memory_order_relaxed) ||
+        atomic_load_explicit(&px->quit, memory_order_relaxed))
+      return 0;
     if (spin < 64) {
       ringo_yield();
       continue;
@@ -155,6 +159,7 @@ int ringo_proxy_pending(const struct ringo_proxy* px) {
 
 void ringo_proxy_free(struct ringo_proxy* px, const struct ringo_stage_ops* ops) {
   if (!px) return;
+  atomic_store(&px->quit, 1);
   pthread_mutex_lock(&px->mu);
   px->stop = 1;
   pthread_cond_signal(&px->cv);

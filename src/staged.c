@@ -32,24 +32,35 @@ static void run_on_host(void* arg, int run) {
   free(arg);
 }
 
-ringoResult_t ringo_stage_grow(void** buf, size_t* cap, size_t need, const struct ringo_stage_ops* ops) {
+static void free_retired(struct ringo_stage* st, const struct ringo_stage_ops* ops) {
+  for (int k = 0; k < st->nretired; k++) ops->host_free(ops->ctx, st->retired[k]);
+  st->nretired = 0;
+}
+
+ringoResult_t ringo_stage_grow(struct ringo_stage* st, void** buf, size_t* cap, size_t need,
+                               const struct ringo_stage_ops* ops) {
   if (need <= *cap) return ringoSuccess;
   if (*buf) {
-    RINGO_CHECK(ops->drain(ops->ctx));
-    ops->host_free(ops->ctx, *buf);
+    if (st->nretired == RINGO_STAGE_RETIRED) { /* a last resort, after dozens of doublings */
+      RINGO_CHECK(ops->drain(ops->ctx));
+      free_retired(st, ops);
+    }
+    st->retired[st->nretired++] = *buf;
   }
+  /* At least doubling, so the retired buffers together stay smaller than the live one. */
+  const size_t size = need > 2 * *cap ? need : 2 * *cap;
   *buf = NULL;
   *cap = 0;
-  RINGO_CHECK(ops->host_alloc(ops->ctx, buf, need));
-  *cap = need;
+  RINGO_CHECK(ops->host_alloc(ops->ctx, buf, size));
+  *cap = size;
   return ringoSuccess;
 }
 
 ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops) {
   size_t in_bytes = 0, out_bytes = 0;
   ringo_staged_extent(op->coll, op->count, op->type, op->comm->nranks, op->comm->rank, op->root, &in_bytes, &out_bytes);
-  RINGO_CHECK(ringo_stage_grow(&st->in, &st->in_cap, in_bytes, ops));
-  RINGO_CHECK(ringo_stage_grow(&st->out, &st->out_cap, out_bytes, ops));
+  RINGO_CHECK(ringo_stage_grow(st, &st->in, &st->in_cap, in_bytes, ops));
+  RINGO_CHECK(ringo_stage_grow(st, &st->out, &st->out_cap, out_bytes, ops));
   struct ringo_op* r = malloc(sizeof *r);
   if (!r) return ringo_fail(ringoSystemError, "out of memory for a staged collective");
   *r = *op;
@@ -72,6 +83,7 @@ int ringo_staged_pending(const struct ringo_stage* st) { return ringo_proxy_pend
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops) {
   if (ringo_staged_pending(st) > 0) (void)ops->drain(ops->ctx);
   ringo_proxy_free(st->proxy, ops);
+  free_retired(st, ops);
   void* bufs[3] = {st->in, st->out, st->p2p};
   for (int k = 0; k < 3; k++)
     if (bufs[k]) ops->host_free(ops->ctx, bufs[k]);

@@ -1,7 +1,7 @@
 // staged_fake.h — a stand-in for ringo's CUDA stream so staged device collectives (src/staged.c)
 // run without a GPU: a worker thread runs the enqueued copies (memcpy), host functions and flag waits in order.
 // Header-only; used by test/test_staged.cc (threads), test/mpi/test_mpi_staged.cc (MPI links) and
-// test/test_p2p_device.cc (device point-to-point's proxy).
+// test/test_p2p_device.cc (device point-to-point's proxy); FakeStream also by test/test_ddp_device.cc.
 #ifndef RINGO_TEST_STAGED_FAKE_H_
 #define RINGO_TEST_STAGED_FAKE_H_
 
@@ -54,6 +54,15 @@ class FakeStream {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return done_ == enqueued_; });
   }
+  // A stream that failed (a sticky CUDA error): what is queued never runs, and Drain returns.
+  void Fail() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ += tasks_.size();
+      tasks_.clear();
+    }
+    cv_.notify_all();
+  }
   void SetGate(bool open) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -65,6 +74,19 @@ class FakeStream {
     std::lock_guard<std::mutex> lock(mu_);
     return done_;
   }
+  // Tickets (test/test_ddp_device.cc orders its streams by them): the k-th task enqueued, counted
+  // from 1, has run once done() >= k. enqueued() is the ticket of the latest task.
+  size_t enqueued() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return enqueued_;
+  }
+  // Waits until the task with this ticket has run, at most `bound`; false when the bound passed.
+  bool WaitFor(size_t ticket, std::chrono::seconds bound) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, bound, [&] { return done_ >= ticket; });
+  }
+  // The stream as ringo's API carries it; a fake's callbacks cast it back.
+  ringoStream_t handle() { return reinterpret_cast<ringoStream_t>(this); }
   int allocs = 0, drains = 0;
 
  private:

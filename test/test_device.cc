@@ -5,14 +5,13 @@
 // skips, with the reason, where no GPU answers. CUDA is only touched in forked children (CUDA does
 // not survive fork). Run: make test, and on a GPU make gpu-check.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "collective_cases.h"
+#include "gpu_probe.h"
 #include "harness.h"
 #include "ringo.h"
 
@@ -25,38 +24,9 @@ namespace {
 using ringo_cases::Case;
 using ringo_cases::CaseBufs;
 using ringo_cases::Coll;
+using ringo_test::NoGpuReason;  // test/gpu_probe.h
 using ringo_test::Options;
 using ringo_test::Shared;
-
-// Asked in a child process, so this process never initialises CUDA before the harness forks.
-std::string NoGpuReason() {
-#ifndef RINGO_HAVE_CUDA
-  return "this build has no CUDA part (nvcc not found, or CUDA=0)";
-#else
-  static std::string cached = "?";
-  if (cached != "?") return cached;
-  int fds[2];
-  if (pipe(fds) != 0) return cached = "pipe failed";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    int n = 0;
-    const cudaError_t e = cudaGetDeviceCount(&n);
-    std::string why = e != cudaSuccess ? std::string("no CUDA device: ") + cudaGetErrorString(e)
-                      : n == 0         ? "no CUDA device: cudaGetDeviceCount reports 0"
-                                       : "";
-    if (write(fds[1], why.data(), why.size()) < 0) _exit(2);
-    _exit(0);
-  }
-  close(fds[1]);
-  char buf[256];
-  const ssize_t got = read(fds[0], buf, sizeof buf);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  cached = got > 0 ? std::string(buf, static_cast<size_t>(got)) : "";
-  return cached;
-#endif
-}
 
 #ifdef RINGO_HAVE_CUDA
 using Pattern = ringo_cases::ExactPattern<ringo_cases::SmallIntData>;
@@ -303,16 +273,12 @@ TEST_P(DeviceP2pInitAll, AllToAllAndAShiftOnOneGpu) {
       ASSERT_EQ(ringoGroupStart(), ringoSuccess);
       EXPECT_EQ(ringoSend(buf[r], count, ringoFloat32, (r + 1) % n, comms[r], st), ringoSuccess);
       EXPECT_EQ(ringoRecv(buf[r] + count, count, ringoFloat32, (r + n - 1) % n, comms[r], st), ringoSuccess);
+      // Count 0 is a no-op, never a wait for the communicator's device work (rank r + 1 has not
+      // called yet, so that would wait for ever).
+      EXPECT_EQ(ringoSend(buf[r], 0, ringoFloat32, (r + 1) % n, comms[r], nullptr), ringoSuccess);
       ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(comms[r]);
     }
-    for (int r = 0; r < n; r++) {
-      CU_OK(cudaStreamSynchronize(streams[r]));
-      std::vector<float> got(count);
-      CU_OK(cudaMemcpy(got.data(), buf[r] + count, count * sizeof(float), cudaMemcpyDeviceToHost));
-      const int prev = (r + n - 1) % n;
-      for (size_t i = 0; i < count; i++) ASSERT_EQ(got[i], P2pValue(prev, r, i)) << "rank " << r << " element " << i;
-      cudaFree(buf[r]);
-    }
+    // Before any stream is synchronised: the host collective waits for the proxies' batches.
     std::vector<std::vector<int32_t>> hin(n, std::vector<int32_t>(1000)), hout(n, std::vector<int32_t>(1000));
     ASSERT_EQ(ringoGroupStart(), ringoSuccess);
     for (int r = 0; r < n; r++) {
@@ -321,6 +287,14 @@ TEST_P(DeviceP2pInitAll, AllToAllAndAShiftOnOneGpu) {
     }
     ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(nullptr);
     for (int r = 0; r < n; r++) EXPECT_EQ(hout[r][999], n * (n + 1) / 2);
+    for (int r = 0; r < n; r++) {
+      CU_OK(cudaStreamSynchronize(streams[r]));
+      std::vector<float> got(count);
+      CU_OK(cudaMemcpy(got.data(), buf[r] + count, count * sizeof(float), cudaMemcpyDeviceToHost));
+      const int prev = (r + n - 1) % n;
+      for (size_t i = 0; i < count; i++) ASSERT_EQ(got[i], P2pValue(prev, r, i)) << "rank " << r << " element " << i;
+      cudaFree(buf[r]);
+    }
   });
 }
 

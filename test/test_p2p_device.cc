@@ -89,8 +89,8 @@ TEST(DeviceP2pAsync, LaunchDoesNotWaitAndTheProxyWaitsForTheStream) {
   });
 }
 
-// Batches enqueued back to back, the staging growing on the way (after a drain each time): every
-// batch keeps its own data, in stream order.
+// Batches enqueued back to back while the stream is held, the staging growing on the way (the old
+// buffers retired, not waited for): every batch keeps its own data, in stream order.
 TEST(DeviceP2pAsync, BackToBackBatchesWithGrowingStaging) {
   ringo_test::RunThreads(3, [](Team& t) {
     const int n = t.nranks, me = t.ranks[0], next = (me + 1) % n, prev = (me + n - 1) % n;
@@ -102,17 +102,38 @@ TEST(DeviceP2pAsync, BackToBackBatchesWithGrowingStaging) {
       ins.emplace_back(count, -1);
       for (size_t i = 0; i < count; i++) outs.back()[i] = (int32_t)(count + i) * (me + 1);
     }
+    dp.s.stream.SetGate(false);  // a launch that waited for the stream would hang here
     for (size_t k = 0; k < outs.size(); k++)
       ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{1, next, outs[k].data(), counts[k], ringoInt32},
                                                      {0, prev, ins[k].data(), counts[k], ringoInt32}}))
           << "batch " << k << ": " << ringo_thread_last_error();
+    dp.s.stream.SetGate(true);
     dp.s.stream.Drain();
     ASSERT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
     for (size_t k = 0; k < ins.size(); k++)
       for (size_t i = 0; i < counts[k]; i++)
         ASSERT_EQ((int32_t)(counts[k] + i) * (prev + 1), ins[k][i]) << "batch " << k << " element " << i;
     EXPECT_EQ(4, dp.s.stream.allocs) << "the flag, then staging for 100, 200000 and 500000 elements";
-    EXPECT_EQ(2, dp.s.stream.drains) << "each replaced staging buffer drains the stream first";
+    EXPECT_EQ(0, dp.s.stream.drains) << "growing the staging never waits for the stream";
+  });
+}
+
+// A stream that failed never reaches the proxy's marker: teardown must not wait for it (the proxy
+// skips work the stream has not reached), nor run it over links about to close.
+TEST(DeviceP2pTeardown, AFailedStreamDoesNotHoldTheProxy) {
+  ringo_test::RunThreads(2, [](Team& t) {
+    const int me = t.ranks[0], peer = 1 - me;
+    DeviceP2p dp;
+    dp.s.ops.drain = [](void*) { return ringoUnhandledCudaError; };  // as cudaStreamSynchronize on a failed stream
+    std::vector<float> out(1000, 1.0f), in(1000, -1.0f);
+    dp.s.stream.SetGate(false);
+    ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{1, peer, out.data(), 1000, ringoFloat32},
+                                                   {0, peer, in.data(), 1000, ringoFloat32}}));
+    const auto start = std::chrono::steady_clock::now();
+    ringo_staged_free(&dp.s.stage, &dp.s.ops);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+    EXPECT_EQ(-1.0f, in[0]) << "the skipped batch moved data";
+    dp.s.stream.Fail();  // its queued copies never run: the staging they name is gone
   });
 }
 

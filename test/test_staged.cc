@@ -49,8 +49,8 @@ TEST(StagedAsync, LaunchDoesNotWaitForTheCollective) {
   });
 }
 
-// Several collectives enqueued back to back, growing the staging buffers on the way: each keeps its
-// own result (a buffer is only replaced after everything before it drained).
+// Several collectives enqueued back to back while the stream is held, growing the staging buffers on
+// the way: each keeps its own result (a replaced buffer is retired, never reused or waited for).
 TEST(StagedAsync, BackToBackLaunchesWithGrowingBuffers) {
   ringo_test::RunThreads(2, [](Team& t) {
     Stager s;
@@ -62,16 +62,18 @@ TEST(StagedAsync, BackToBackLaunchesWithGrowingBuffers) {
       outs.emplace_back(count, -1);
       for (size_t i = 0; i < count; i++) ins.back()[i] = (int32_t)(i % 1000) * (t.ranks[0] + 1);
     }
+    s.stream.SetGate(false);  // a launch that waited for the stream would hang here
     for (size_t k = 0; k < ins.size(); k++) {
       ASSERT_EQ(ringoSuccess, Launch(s, comm, RINGO_COLL_ALLREDUCE, ins[k].data(), outs[k].data(), counts[k], ringoInt32,
                                      ringoSum, 0))
           << ringo_thread_last_error();
     }
+    s.stream.SetGate(true);
     s.stream.Drain();
     for (size_t k = 0; k < ins.size(); k++)
       for (size_t i = 0; i < counts[k]; i++) ASSERT_EQ((int32_t)(i % 1000) * 3, outs[k][i]) << "call " << k << " element " << i;
     EXPECT_EQ(7, s.stream.allocs) << "the proxy's flag; in and out: made for 100 elements, grown for 300000 and 1000000";
-    EXPECT_EQ(4, s.stream.drains) << "each replaced staging buffer drains the stream first, once";
+    EXPECT_EQ(0, s.stream.drains) << "growing the staging never waits for the stream";
   });
 }
 

@@ -25,8 +25,8 @@ ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** px, ring
 /* Work submitted and not finished yet (host work on the communicator must wait for it). */
 int ringo_proxy_pending(const struct ringo_proxy* px);
 
-/* Stops the thread and frees px (NULL is fine). Everything submitted must have finished: the
- * stream drained, else the caller must leave it allocated. */
+/* Stops the thread and frees px (NULL is fine): work the stream has not reached is skipped (a
+ * failed stream never will), work running is waited for. Call it before the links close. */
 void ringo_proxy_free(struct ringo_proxy* px, const struct ringo_stage_ops* ops);
 
 #ifdef __cplusplus

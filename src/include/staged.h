@@ -34,13 +34,19 @@ struct ringo_stage_ops {
 
 struct ringo_proxy; /* proxy.h */
 
+#define RINGO_STAGE_RETIRED 48
+
 /* One communicator's staging buffers, reused by every staged collective and device send/receive
- * batch (stream order keeps them apart) and replaced, after a drain, when a larger one comes; and
- * its proxy thread, which runs the host side of both (made on first use). */
+ * batch (stream order keeps them apart) and replaced when a larger one comes; and its proxy thread,
+ * which runs the host side of both (made on first use). */
 struct ringo_stage {
   void *in, *out, *p2p;
   size_t in_cap, out_cap, p2p_cap;
   struct ringo_proxy* proxy;
+  /* Replaced buffers: work already enqueued may still use them, and waiting for it here would make
+   * the caller wait (for peers it may be about to call itself). Freed at teardown. */
+  void* retired[RINGO_STAGE_RETIRED];
+  int nretired;
 };
 
 /* Bytes rank's sendbuff and recvbuff span for a collective of count elements (count as the API
@@ -53,9 +59,10 @@ void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t typ
  * error of the host run goes to the communicator (ringoCommGetAsyncError, the next call). */
 ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops);
 
-/* Makes *buf (pinned, *cap bytes) hold at least need bytes. The old buffer may still be in use by
- * enqueued work, so the stream drains before it is freed. */
-ringoResult_t ringo_stage_grow(void** buf, size_t* cap, size_t need, const struct ringo_stage_ops* ops);
+/* Makes *buf (one of st's pinned buffers, *cap bytes) hold at least need bytes, never waiting: the
+ * old buffer, which enqueued work may still use, is retired (freed with st). */
+ringoResult_t ringo_stage_grow(struct ringo_stage* st, void** buf, size_t* cap, size_t need,
+                               const struct ringo_stage_ops* ops);
 
 /* Host runs (collectives and send/receive batches) of st submitted and not finished. */
 int ringo_staged_pending(const struct ringo_stage* st);
