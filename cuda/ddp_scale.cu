@@ -65,3 +65,12 @@ extern "C" int ringo_cuda_ddp_scale(void* dst, const void* src, size_t count, ri
     default: return launch<ScaleF64>(dst, src, count, w, s);
   }
 }
+
+extern "C" int ringo_cuda_ddp_scale_preload(void) {
+  cudaFuncAttributes attr;
+  cudaError_t err = cudaFuncGetAttributes(&attr, scale_kernel<ScaleF16>);
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&attr, scale_kernel<ScaleBf16>);
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&attr, scale_kernel<ScaleF32>);
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&attr, scale_kernel<ScaleF64>);
+  return (int)err;
+}

@@ -117,10 +117,11 @@ RINGO_API ringoResult_t ringoDdpRegisterMem(ringoDdp_t ddp, void* grad, void* pa
  * memory kinds) and the same bucket sizes, fixes the buckets, then overwrites every param with
  * rank 0's values. Registration is closed afterwards; call it once, before the first step. Device
  * params are broadcast on the side stream after the work enqueued on the compute stream so far,
- * and this call waits for that (it is setup, and may block).
+ * and this call waits for that (it is setup, and may block). Not inside ringoGroupStart/End (its
+ * collectives must complete before it returns), nor is SetLocalBatch.
  * @return ringoSuccess; ringoInvalidUsage (ranks registered different parameters, with a message
  *         naming the first differing parameter and the ranks that differ, returned on every rank;
- *         called twice); ringoInvalidArgument (NULL ddp); errors of ringoAllGather / ringoBroadcast;
+ *         called twice; a default compute stream shared by several ranks of the GPU, see SetStream); ringoInvalidArgument (NULL ddp); errors of ringoAllGather / ringoBroadcast;
  *         ringoUnhandledCudaError (events, device staging buffer, waiting for the side stream). */
 RINGO_API ringoResult_t ringoDdpBroadcastParams(ringoDdp_t ddp);
 
@@ -164,12 +165,15 @@ RINGO_API ringoResult_t ringoDdpSetLocalBatch(ringoDdp_t ddp, size_t n);
  * @return ringoSuccess; ringoInvalidArgument (NULL ddp); ringoInvalidUsage (during a step). */
 RINGO_API ringoResult_t ringoDdpNoSync(ringoDdp_t ddp, int enable);
 
-/** Sets the compute stream (a cudaStream_t): where backward produces the device gradients and
- * where the optimizer will read them (PyTorch's current stream). Ready events are recorded on it,
- * Finish makes it wait for the side stream, BroadcastParams orders itself after it. NULL (the
- * default) is the legacy default stream of comm's GPU. Host memory ignores it. Between steps.
+/** Sets the compute stream (a cudaStream_t of comm's GPU): where backward produces the device
+ * gradients and where the optimizer will read them (PyTorch's current stream). Ready events are
+ * recorded on it, Finish makes it wait for the side stream, BroadcastParams orders itself after it.
+ * NULL (the default) is the legacy default stream of comm's GPU. When several ranks of this process
+ * share the GPU each needs a stream of its own: on a default stream they all share, one rank's
+ * Finish would hold back the others' backward, which its all-reduce waits for (refused, here and
+ * at BroadcastParams). Host memory ignores it. Between steps.
  * @return ringoSuccess; ringoInvalidArgument (NULL ddp); ringoInvalidUsage (during a step; the
- *         context failed earlier). */
+ *         context failed earlier; a default stream shared by several ranks of the GPU). */
 RINGO_API ringoResult_t ringoDdpSetStream(ringoDdp_t ddp, ringoStream_t stream);
 
 /** Number of buckets (fixed by BroadcastParams).

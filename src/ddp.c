@@ -369,6 +369,7 @@ static ringoResult_t run_device_bucket(struct ringoDdp* d, const struct ddp_buck
   const size_t esize = float_size(b->type);
   char* buf = b->inplace ? b->inplace : d->dev_staging;
   if (b->count == 0) return ringoSuccess; /* only empty gradients: every rank skips it alike */
+  if (o->bind) o->bind(o->ctx);
   int e = o->side_wait(o->ctx, (int)(b - d->buckets));
   if (e) return device_failed(d, b, "waiting for the ready event", e, msg);
   if (b->inplace && (e = o->scale(o->ctx, buf, buf, b->count, b->type, d->weight)) != 0)
@@ -666,12 +667,21 @@ static ringoResult_t broadcast_params(struct ringoDdp* d, const char* fn) {
   return ringoSuccess;
 }
 
+/* Ranks of one process sharing a GPU and a default stream would deadlock: each Finish queues the
+ * stream behind a collective that needs the other ranks' backward, queued behind it. */
+static ringoResult_t check_compute_stream(struct ringoDdp* d, const char* fn, ringoStream_t stream) {
+  if (!d->have_dev || !d->dev.stream_shared || !d->dev.stream_shared(d->dev.ctx, stream)) return ringoSuccess;
+  return fail(d, ringoInvalidUsage, "%s: several ranks of this process share the GPU, and the compute stream is the "
+              "default stream they all share: give each rank its own stream (ringoDdpSetStream)", fn);
+}
+
 RINGO_API ringoResult_t ringoDdpBroadcastParams(ringoDdp_t ddp) {
   static const char fn[] = "ringoDdpBroadcastParams";
   if (!ddp) return fail(NULL, ringoInvalidArgument, "%s: ddp is NULL", fn);
   ringoResult_t res = check_usable(ddp, fn, 0, 1);
   if (res != ringoSuccess) return res;
   if (ddp->frozen) return fail(ddp, ringoInvalidUsage, "%s: called twice (the buckets are fixed already)", fn);
+  if ((res = check_compute_stream(ddp, fn, ddp->stream)) != ringoSuccess) return res;
   if ((res = check_shapes(ddp, fn)) != ringoSuccess || (res = build_buckets(ddp)) != ringoSuccess) return res;
   if ((res = broadcast_params(ddp, fn)) != ringoSuccess) {
     ddp->failed = res; /* ranks may now hold different parameters: no training on this context */
@@ -722,9 +732,10 @@ RINGO_API ringoResult_t ringoDdpFinish(ringoDdp_t ddp) {
     while (ddp->done < ddp->launched) pthread_cond_wait(&ddp->done_cv, &ddp->mu);
     if (sync) ddp->stats.exposedSeconds += now_s() - t0, ddp->stats.steps++;
     /* Device buckets are only enqueued: the compute stream (the optimizer's) waits for the side
-     * stream on the device, and the host goes on. */
+     * stream on the device, and the host goes on — after a failure too, since buckets enqueued
+     * before it still write the gradients. */
     int e = 0;
-    if (sync && ddp->ndevice_buckets && ddp->failed == ringoSuccess && (e = ddp->dev.join(ddp->dev.ctx, ddp->stream)))
+    if (sync && ddp->ndevice_buckets && (e = ddp->dev.join(ddp->dev.ctx, ddp->stream)) && ddp->failed == ringoSuccess)
       step_failed(ddp, fail(ddp, ringoUnhandledCudaError, "%s: making the compute stream wait for the side stream "
                             "failed: %s", fn, ddp->dev.error_string(e)));
     if (ddp->failed != ringoSuccess && !ddp->failure_reported) { /* the real code, once */
@@ -760,7 +771,8 @@ RINGO_API ringoResult_t ringoDdpNoSync(ringoDdp_t ddp, int enable) {
 RINGO_API ringoResult_t ringoDdpSetStream(ringoDdp_t ddp, ringoStream_t stream) {
   if (!ddp) return fail(NULL, ringoInvalidArgument, "ringoDdpSetStream: ddp is NULL");
   pthread_mutex_lock(&ddp->mu); /* MarkReady reads it under mu */
-  const ringoResult_t res = check_usable(ddp, "ringoDdpSetStream", 0, 1);
+  ringoResult_t res = check_usable(ddp, "ringoDdpSetStream", 0, 1);
+  if (res == ringoSuccess) res = check_compute_stream(ddp, "ringoDdpSetStream", stream);
   if (res == ringoSuccess) ddp->stream = stream;
   pthread_mutex_unlock(&ddp->mu);
   return res;

@@ -1,6 +1,6 @@
 /* ddp_device.c — the DDP layer's device ops (ddp_device.h) on the CUDA runtime: a non-blocking side
  * stream, per-bucket ready events, the scale kernel (cuda/ddp_scale.cu); without CUDA, a refusal.
- * Also the kernel's CPU emulation. Tested by test/test_ddp_device.cc (the GPU part skips without a GPU). */
+ * Also the kernel's CPU emulation. Asks device.h how many ranks share the GPU. Tested by test/test_ddp_device.cc (the GPU part skips without a GPU). */
 #include "ddp_device.h"
 
 #include <stdint.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cuda_scale.h"
+#include "device.h"
 
 #ifdef RINGO_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -46,6 +47,7 @@ void ringo_ddp_scale_emulate(void* dst, const void* src, size_t count, ringoData
 
 struct dev_ctx {
   int dev;
+  int local_ranks; /* ranks of this process on the GPU */
   cudaStream_t side;
   cudaEvent_t join_ev, after_ev;
   cudaEvent_t* ready; /* one per bucket */
@@ -169,6 +171,14 @@ static void op_free(void* ctx, void* p) {
   (void)leave(c, old, 0);
 }
 
+static void op_bind(void* ctx) { (void)cudaSetDevice(((const struct dev_ctx*)ctx)->dev); }
+
+static int op_stream_shared(void* ctx, ringoStream_t compute) {
+  const struct dev_ctx* c = ctx;
+  const int shared = !compute || compute == (ringoStream_t)cudaStreamLegacy || compute == (ringoStream_t)cudaStreamPerThread;
+  return shared && c->local_ranks > 1;
+}
+
 static const char* op_error_string(int code) { return cudaGetErrorString((cudaError_t)code); }
 
 static void op_close(void* ctx) {
@@ -198,8 +208,10 @@ ringoResult_t ringo_ddp_device_open(ringoComm_t comm, struct ringo_ddp_device_op
     return ringoSystemError;
   }
   c->dev = dev;
+  c->local_ranks = ringo_device_local_ranks(comm);
   int old, err = enter(c, &old);
   if (!err) err = (int)cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking);
+  if (!err) err = ringo_cuda_ddp_scale_preload(); /* loaded lazily, it could wait behind a spinning ring kernel */
   if (!err) err = (int)cudaEventCreateWithFlags(&c->join_ev, cudaEventDisableTiming);
   if (!err) err = (int)cudaEventCreateWithFlags(&c->after_ev, cudaEventDisableTiming);
   (void)leave(c, old, err);
@@ -211,7 +223,7 @@ ringoResult_t ringo_ddp_device_open(ringoComm_t comm, struct ringo_ddp_device_op
   }
   *ops = (struct ringo_ddp_device_ops){c, op_prepare, op_check_ptr, op_record_ready, op_side_wait, op_side_after,
                                        op_scale, op_copy, op_side_stream, op_join, op_sync_side, op_alloc, op_free,
-                                       op_error_string, op_close};
+                                       op_error_string, op_close, op_bind, op_stream_shared};
   return ringoSuccess;
 }
 

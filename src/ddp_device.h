@@ -47,6 +47,13 @@ struct ringo_ddp_device_ops {
   const char* (*error_string)(int code);
   /* Waits for the side stream and frees ctx (events, stream); NULL when the installer owns ctx. */
   void (*close)(void* ctx);
+  /* May be NULL. The communication thread, before its first device work: makes the GPU current on
+   * it for good (a thread of ringo's; putting device 0 back would make a context there). */
+  void (*bind)(void* ctx);
+  /* May be NULL. 1 when compute is a stream every rank of this process on the GPU shares (the
+   * legacy or per-thread default) while several do: their Finish joins would queue each rank's
+   * backward behind a collective that waits for the others. */
+  int (*stream_shared)(void* ctx, ringoStream_t compute);
 };
 
 /* Fills *ops for comm's GPU (ringoCommCuDevice). Fails, with a sentence in msg (cap bytes), when this

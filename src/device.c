@@ -447,6 +447,11 @@ ringoResult_t ringo_device_async_error(ringoComm_t comm) {
   return res;
 }
 
+int ringo_device_local_ranks(ringoComm_t comm) {
+  const struct ringo_device* d = comm->device;
+  return d && d->usable ? (d->local_ranks > 0 ? d->local_ranks : 1) : 0;
+}
+
 void ringo_device_abort(ringoComm_t comm) {
   struct ringo_device* d = comm->device;
   if (d && d->abort_host) __atomic_store_n(d->abort_host, 1, __ATOMIC_RELEASE);
@@ -606,6 +611,10 @@ void ringo_device_free(ringoComm_t comm) { (void)comm; }
 ringoResult_t ringo_device_async_error(ringoComm_t comm) {
   (void)comm;
   return ringoSuccess;
+}
+int ringo_device_local_ranks(ringoComm_t comm) {
+  (void)comm;
+  return 0;
 }
 void ringo_device_abort(ringoComm_t comm) { (void)comm; }
 ringoResult_t ringo_device_quiesce(ringoComm_t comm) {

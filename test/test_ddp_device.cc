@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -62,16 +64,22 @@ void WaitFor(FakeStream* s, size_t ticket) {
 void Drain(FakeStream& s) { WaitFor(&s, s.enqueued()); }
 
 struct Entry {
-  std::string what;  // ready, ready-run, wait, scale, allreduce, copy, join, join-run
-  int bucket;
+  std::string what;  // ready, ready-run, wait, scale, allreduce, broadcast, copy, join, join-run, after; the
+  int bucket;        // test's write-enq (enqueued) and write (ran on compute) of gradient or param `index`
+  int index = -1;
 };
 
 // Host memory stands in for device memory; the side stream is a FakeStream; the compute stream is the
-// FakeStream the test passes to ringoDdpSetStream. Calls and task runs are logged in order.
+// FakeStream the test passes to ringoDdpSetStream. Calls and task runs are logged in order. HoldSide
+// closes the side stream's gate, which each collective opens while it drains the stream (ringo's host
+// path runs it after the stream's work), so only what follows the last collective stays held.
 struct FakeDevice {
   FakeStream side;
-  std::mutex mu;
+  std::mutex mu, gate_mu;
+  std::condition_variable logged;  // with mu: notified on each Log
   std::vector<Entry> log;
+  bool side_held = false;          // under gate_mu
+  std::atomic<int> sync_sides{0};  // host waits for the side stream
   std::vector<FakeStream*> ready_stream;
   std::vector<size_t> ready_ticket;
   int current = -1;  // the bucket the communication thread is enqueueing (set by side_wait)
@@ -79,12 +87,21 @@ struct FakeDevice {
   int fail_scale_at = -1, fail_record = 0;  // error injection
   const void* bad_ptr = nullptr;             // check_ptr refuses it
   ringo_ddp_device_ops ops{this,    Prepare, CheckPtr, RecordReady, SideWait, SideAfter, Scale,     Copy,
-                           SideStream, Join, SyncSide, Alloc,       Free,     ErrorString, nullptr};
+                           SideStream, Join, SyncSide, Alloc,       Free,     ErrorString, nullptr, nullptr, nullptr};
 
-  ~FakeDevice() { Drain(side); }  // its tasks log into members destroyed before `side`
-  void Log(const char* what, int b) {
+  ~FakeDevice() {  // its tasks log into members destroyed before `side`
+    HoldSide(false);
+    Drain(side);
+  }
+  void Log(const char* what, int b, int index = -1) {
     std::lock_guard<std::mutex> lock(mu);
-    log.push_back({what, b});
+    log.push_back({what, b, index});
+    logged.notify_all();
+  }
+  void HoldSide(bool hold) {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    side_held = hold;
+    side.SetGate(!hold);
   }
   std::vector<Entry> TakeLog() {
     std::lock_guard<std::mutex> lock(mu);
@@ -126,8 +143,12 @@ struct FakeDevice {
     return 0;
   }
   static int SideAfter(void* c, ringoStream_t s) {
+    FakeDevice* f = F(c);
     const size_t t = S(s)->enqueued();
-    F(c)->side.Enqueue([s, t] { WaitFor(S(s), t); });
+    f->side.Enqueue([f, s, t] {
+      f->Log("after", -1);
+      WaitFor(S(s), t);
+    });
     return 0;
   }
   static int Scale(void* c, void* dst, const void* src, size_t n, ringoDataType_t t, double w) {
@@ -150,8 +171,14 @@ struct FakeDevice {
     return 0;
   }
   static ringoStream_t SideStream(void* c) {  // ringo's host path then runs the collective, in order
-    Drain(F(c)->side);
-    F(c)->Log("allreduce", F(c)->current);
+    FakeDevice* f = F(c);
+    {
+      std::lock_guard<std::mutex> lock(f->gate_mu);
+      f->side.SetGate(true);
+      Drain(f->side);
+      f->side.SetGate(!f->side_held);
+    }
+    f->Log(f->current < 0 ? "broadcast" : "allreduce", f->current);  // no bucket yet: BroadcastParams
     return nullptr;
   }
   static int Join(void* c, ringoStream_t s) {
@@ -165,7 +192,15 @@ struct FakeDevice {
     return 0;
   }
   static int SyncSide(void* c) {
-    Drain(F(c)->side);
+    FakeDevice* f = F(c);
+    f->sync_sides++;
+    bool held;
+    {
+      std::lock_guard<std::mutex> lock(f->gate_mu);
+      held = f->side_held;
+    }
+    if (held) ADD_FAILURE() << "the host waited for a held side stream (it would hang)";
+    else Drain(f->side);
     return 0;
   }
   static int Alloc(void* c, void** p, size_t bytes) {
@@ -312,18 +347,23 @@ void HostStep(ringoDdp_t ddp, Bufs& b, const std::vector<Spec>& specs, int rank,
 }
 
 // Checks the fake's log of one synchronising step: per device bucket the ready event is recorded
-// and has run before the side stream's wait, the wait before every scale, every scale before the
+// after the writes of all its gradients were enqueued and runs after they ran (the last mark records
+// it), and before the side stream's wait, the wait before every scale, every scale before the
 // all-reduce, the all-reduce before every unpack copy; all-reduces go in bucket order; Finish's
-// join comes after the last all-reduce and runs after the last side-stream task.
-void CheckOrder(const std::vector<Entry>& log, ringoDdp_t ddp, const std::vector<Spec>& specs, bool staged) {
+// join comes after the last all-reduce and runs after the last side-stream task, of which the last
+// bucket's unpack copies (`held` tasks) were still held when Finish returned.
+void CheckOrder(const std::vector<Entry>& log, ringoDdp_t ddp, const std::vector<Spec>& specs, bool staged,
+                size_t held) {
   int nb = 0;
   ASSERT_EQ(ringoDdpGetBucketCount(ddp, &nb), ringoSuccess);
   std::vector<int> nonempty(static_cast<size_t>(nb), 0), device(static_cast<size_t>(nb), 0);
+  std::vector<std::vector<int>> grads(static_cast<size_t>(nb));
   for (size_t k = 0; k < specs.size(); k++) {
     int b = -1;
     ASSERT_EQ(ringoDdpGetParamBucket(ddp, static_cast<int>(k), &b, nullptr), ringoSuccess);
     nonempty[static_cast<size_t>(b)] += specs[k].count > 0;
     device[static_cast<size_t>(b)] = specs[k].mem == ringoMemDevice;
+    grads[static_cast<size_t>(b)].push_back(static_cast<int>(k));
   }
   auto find = [&](const char* what, int b, bool last) {
     int at = -1;
@@ -331,10 +371,15 @@ void CheckOrder(const std::vector<Entry>& log, ringoDdp_t ddp, const std::vector
       if (log[i].what == what && log[i].bucket == b && (at < 0 || last)) at = static_cast<int>(i);
     return at;
   };
+  auto find_k = [&](const char* what, int k) {
+    for (size_t i = 0; i < log.size(); i++)
+      if (log[i].what == what && log[i].index == k) return static_cast<int>(i);
+    return -1;
+  };
   auto count = [&](const char* what, int b) {
     return std::count_if(log.begin(), log.end(), [&](const Entry& e) { return e.what == what && e.bucket == b; });
   };
-  int prev_allreduce = -1, last_side = -1;
+  int prev_allreduce = -1, last_side = -1, last_bucket = -1;
   for (int b = 0; b < nb; b++) {
     if (!device[static_cast<size_t>(b)]) {
       EXPECT_EQ(find("ready", b, false), -1) << "host bucket " << b << " went to the device";
@@ -345,6 +390,13 @@ void CheckOrder(const std::vector<Entry>& log, ringoDdp_t ddp, const std::vector
     const int copy0 = find("copy", b, false), copy1 = find("copy", b, true);
     EXPECT_TRUE(ready >= 0 && run > ready && wait > run) << "bucket " << b << ": ready " << ready << ", ready ran "
                                                           << run << ", side wait " << wait;
+    for (int k : grads[static_cast<size_t>(b)]) {
+      const int enq = find_k("write-enq", k), wrote = find_k("write", k);
+      EXPECT_TRUE(enq >= 0 && enq < ready) << "bucket " << b << ": ready event recorded (" << ready
+                                           << ") before gradient " << k << "'s write was enqueued (" << enq << ")";
+      EXPECT_TRUE(wrote >= 0 && wrote < run) << "bucket " << b << ": ready event ran (" << run << ") before gradient "
+                                             << k << " was written (" << wrote << ")";
+    }
     EXPECT_TRUE(scale0 > wait && ar > scale1) << "bucket " << b << ": wait " << wait << ", scales " << scale0
                                               << ".." << scale1 << ", all-reduce " << ar;
     EXPECT_GT(ar, prev_allreduce) << "bucket " << b << " all-reduced out of bucket order";
@@ -356,9 +408,12 @@ void CheckOrder(const std::vector<Entry>& log, ringoDdp_t ddp, const std::vector
     if (staging) {
       EXPECT_GT(copy0, ar) << "bucket " << b << " unpacked before its all-reduce";
     }
+    if (ar >= 0) last_bucket = b;
     prev_allreduce = ar;
     last_side = std::max({last_side, scale1, copy1});
   }
+  EXPECT_EQ(held, static_cast<size_t>(count("copy", last_bucket)))
+      << "side-stream tasks still held when Finish returned (the last bucket's unpack copies)";
   const int join = find("join", -1, false), join_run = find("join-run", -1, false);
   EXPECT_EQ(count("join", -1), 1);
   EXPECT_GT(join, prev_allreduce) << "Finish joined before the last bucket was enqueued";
@@ -367,19 +422,31 @@ void CheckOrder(const std::vector<Entry>& log, ringoDdp_t ddp, const std::vector
 
 // One step of the device context. Backward's writes are tasks on the compute stream, held behind a
 // closed gate while MarkReady is called: MarkReady must return anyway, and nothing may touch the
-// gradients before the writes ran. Finish, with the gate closed again, must return without the
-// compute stream having run its join; after the gate opens the averages are there.
+// gradients before the writes ran. Finish, with the gate closed again and the side stream held, must
+// return without the compute stream having run its join and without a host wait for the side stream;
+// after the gates open the averages are there.
 void DeviceStep(ringoDdp_t ddp, FakeDevice& fake, FakeStream& compute, Bufs& b, const std::vector<Spec>& specs,
                 int rank, const StepCfg& c, bool staged) {
   fake.TakeLog();
+  const int syncs = fake.sync_sides;
   const std::vector<uint8_t> before = b.grads;
   const size_t done_before = compute.done();
   compute.SetGate(false);
+  fake.HoldSide(true);
   for (size_t k = specs.size(); k-- > 0;) {
     uint8_t* g = b.grad(k);
     const Spec sp = specs[k];
-    if (sp.mem == ringoMemDevice) compute.Enqueue([=] { WriteGrad(g, sp, c.exact, c.add, rank, c.micro, k); });
-    else WriteGrad(g, sp, c.exact, c.add, rank, c.micro, k);
+    int bk = -1;
+    ASSERT_EQ(ringoDdpGetParamBucket(ddp, static_cast<int>(k), &bk, nullptr), ringoSuccess);
+    if (sp.mem == ringoMemDevice) {
+      fake.Log("write-enq", bk, static_cast<int>(k));
+      compute.Enqueue([=, &fake] {
+        WriteGrad(g, sp, c.exact, c.add, rank, c.micro, k);
+        fake.Log("write", bk, static_cast<int>(k));
+      });
+    } else {
+      WriteGrad(g, sp, c.exact, c.add, rank, c.micro, k);
+    }
     ASSERT_EQ(ringoDdpMarkReady(ddp, static_cast<int>(k)), ringoSuccess) << ringoDdpGetLastError(ddp);
   }
   EXPECT_EQ(compute.done(), done_before) << "the gate was closed";
@@ -398,14 +465,21 @@ void DeviceStep(ringoDdp_t ddp, FakeDevice& fake, FakeStream& compute, Bufs& b, 
   EXPECT_EQ(compute.enqueued(), enq + (!c.no_sync && any_device ? 1 : 0))
       << "Finish enqueues one join, only when it syncs";
   EXPECT_EQ(compute.done(), enq) << "the compute stream ran while gated";
+  const size_t held = fake.side.enqueued() - fake.side.done();  // Finish returned with these unrun
+  EXPECT_EQ(fake.sync_sides, syncs) << "a step waited on the host for the side stream (sync_side)";
   compute.SetGate(true);
+  fake.HoldSide(false);
   Drain(compute);
   Drain(fake.side);
   const std::vector<Entry> log = fake.TakeLog();
   if (c.no_sync) {
-    EXPECT_TRUE(log.empty()) << "NoSync must not touch the device (" << log.size() << " entries)";
+    const auto device_calls = std::count_if(log.begin(), log.end(), [](const Entry& e) {
+      return e.what != "write-enq" && e.what != "write";
+    });
+    EXPECT_EQ(device_calls, 0) << "NoSync must not touch the device";
+    EXPECT_EQ(held, 0u);
   } else if (any_device) {
-    CheckOrder(log, ddp, specs, staged);
+    CheckOrder(log, ddp, specs, staged, held);
   }
 }
 
@@ -442,6 +516,7 @@ void Scenario(Team& t, const std::vector<Spec>& specs, bool contiguous, bool exa
   ringoDdp_t hd = Make(comm, host_specs, hb, nullptr, nullptr, true);
   ringoDdp_t dd = Make(comm, specs, db, &fake, &compute, false);
   ASSERT_TRUE(hd && dd);
+  EXPECT_EQ(fake.sync_sides, 1) << "one host wait for the device parameters' broadcast";
   Drain(compute);
   ExpectSame(hb, db, specs, "after BroadcastParams");
   Bufs ref = Layout(specs, contiguous);
@@ -495,6 +570,62 @@ TEST_P(DdpDeviceFake, HostAndDeviceParametersMix) {
                        k % 2 ? ringoMemDevice : ringoMemHost});
     Scenario(t, specs, false, true);
     Scenario(t, specs, true, true);
+  });
+}
+
+// BroadcastParams orders the side stream after the compute stream's work so far: a device param
+// written there behind a closed gate is broadcast as written, so every rank ends with rank 0's write.
+// The gate opens once the side stream waits for the compute stream, or else once BroadcastParams has
+// returned (a broadcast that did not wait sent the old value, and the write then lands last).
+TEST_P(DdpDeviceFake, BroadcastParamsWaitsForTheComputeStream) {
+  ringo_test::RunThreads(GetParam(), [](Team& t) {
+    const int rank = t.ranks[0];
+    const std::vector<Spec> specs = {{64, ringoFloat32, ringoMemDevice}, {16, ringoFloat32, ringoMemHost},
+                                     {32, ringoBfloat16, ringoMemDevice}};
+    Bufs b = Layout(specs, false), ref = Layout(specs, false);
+    FillParams(b, specs, rank);
+    FillParams(ref, specs, 0);
+    for (size_t i = 0; i < specs[0].count; i++) PutValue(ref.param(0) + 4 * i, ringoFloat32, 1000.0);  // rank 0's
+    FakeStream compute;  // declared first: the fake's side stream may wait on it until it is gone
+    FakeDevice fake;
+    compute.SetGate(false);
+    uint8_t* p0 = b.param(0);
+    compute.Enqueue([=, &fake] {
+      for (size_t i = 0; i < 64; i++) PutValue(p0 + 4 * i, ringoFloat32, 1000.0 + rank);
+      fake.Log("write", -1, 0);
+    });
+    bool returned = false;  // under fake.mu
+    std::thread opener([&] {
+      {
+        std::unique_lock<std::mutex> lock(fake.mu);
+        auto side_waits = [](const Entry& e) { return e.what == "after"; };
+        fake.logged.wait_for(lock, kBound, [&] {
+          return returned || std::any_of(fake.log.begin(), fake.log.end(), side_waits);
+        });
+      }
+      compute.SetGate(true);
+    });
+    ringoDdp_t ddp = Make(t.comms[0], specs, b, &fake, &compute, false);
+    {
+      std::lock_guard<std::mutex> lock(fake.mu);
+      returned = true;
+      fake.logged.notify_all();
+    }
+    opener.join();
+    Drain(compute);
+    ASSERT_NE(ddp, nullptr);
+    EXPECT_EQ(fake.sync_sides, 1) << "one host wait for the device parameters' broadcast";
+    const std::vector<Entry> log = fake.TakeLog();
+    int write = -1, first_broadcast = -1, broadcasts = 0;
+    for (size_t i = 0; i < log.size(); i++) {
+      if (log[i].what == "write") write = static_cast<int>(i);
+      if (log[i].what == "broadcast" && broadcasts++ == 0) first_broadcast = static_cast<int>(i);
+    }
+    EXPECT_EQ(broadcasts, 2) << "one broadcast per device param, on the side stream";
+    EXPECT_TRUE(write >= 0 && write < first_broadcast)
+        << "the side stream broadcast (" << first_broadcast << ") before the compute stream's write (" << write << ")";
+    EXPECT_EQ(0, memcmp(b.params.data(), ref.params.data(), b.params.size())) << "params are not rank 0's as written";
+    EXPECT_EQ(ringoDdpDestroy(ddp), ringoSuccess);
   });
 }
 
@@ -556,6 +687,27 @@ TEST(DdpDeviceUsage, RegistrationAndStreamRules) {
     EXPECT_EQ(ringoDdpSetStream(ddp, nullptr), ringoInvalidUsage) << "SetStream during a step";
     DDP_OK(ddp, ringoDdpFinish(ddp));
     Drain(compute);
+    DDP_OK(ddp, ringoDdpDestroy(ddp));
+  });
+}
+
+// Several ranks of one process on one GPU may not share a default compute stream (each Finish would
+// hold back the others' backward): refused by SetStream and, for the default NULL, BroadcastParams.
+TEST(DdpDeviceUsage, ASharedDefaultStreamIsRefused) {
+  ringo_test::RunThreads(1, [](Team& t) {
+    FakeStream compute;
+    FakeDevice fake;
+    fake.ops.stream_shared = [](void*, ringoStream_t s) { return s == nullptr ? 1 : 0; };
+    std::vector<float> g(16), p(16);
+    ringoDdp_t ddp = nullptr;
+    DDP_OK(ddp, ringoDdpCreate(&ddp, t.comms[0], 0, 0));
+    DDP_OK(ddp, ringo_ddp_set_device_ops(ddp, &fake.ops));
+    DDP_OK(ddp, ringoDdpRegisterMem(ddp, g.data(), p.data(), 16, ringoFloat32, ringoMemDevice, nullptr));
+    EXPECT_EQ(ringoDdpBroadcastParams(ddp), ringoInvalidUsage) << "the default stream, shared";
+    EXPECT_TRUE(ErrorHas(ddp, "own stream")) << ringoDdpGetLastError(ddp);
+    EXPECT_EQ(ringoDdpSetStream(ddp, nullptr), ringoInvalidUsage);
+    DDP_OK(ddp, ringoDdpSetStream(ddp, compute.handle()));
+    DDP_OK(ddp, ringoDdpBroadcastParams(ddp));
     DDP_OK(ddp, ringoDdpDestroy(ddp));
   });
 }

@@ -74,6 +74,9 @@ extern "C" {
  * type is float16/bfloat16/float32/float64; dst is src or does not overlap it. Returns the
  * cudaError_t of the enqueue (0: enqueued; cudaErrorInvalidValue for another dtype). */
 int ringo_cuda_ddp_scale(void* dst, const void* src, size_t count, ringoDataType_t type, double w, void* stream);
+/* Loads the four kernels on the current device now: loaded lazily, a first launch could wait behind
+ * a ring kernel spinning for a peer. Returns the cudaError_t (0: loaded). */
+int ringo_cuda_ddp_scale_preload(void);
 
 #ifdef __cplusplus
 }

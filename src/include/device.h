@@ -44,6 +44,8 @@ ringoResult_t ringo_device_quiesce(ringoComm_t comm);
 /* Before teardown: waits until nothing on ringo's stream can touch comm any more (bounded like
  * quiesce). 0 when it gave up: the caller must then leave comm allocated. */
 int ringo_device_drain(ringoComm_t comm);
+/* Ranks of this process on comm's GPU (comm's included); 0 without a device path. */
+int ringo_device_local_ranks(ringoComm_t comm);
 /* Makes every running ring kernel of comm give up its waits (ringoCommAbort). */
 void ringo_device_abort(ringoComm_t comm);
 

@@ -489,7 +489,11 @@ static ringoResult_t check_wait(const struct ringo_link* l, double now, double s
                       l->self_rank, l->timeout_s, l->peer_rank, awaited(l), sender_rank(l), receiver_rank(l));
   if (now >= *next_alive) {
     *next_alive = now + SHM_LIVENESS_S;
-    RINGO_CHECK(check_peer_alive(l));
+    const ringoResult_t res = check_peer_alive(l);
+    /* The peer may have moved its counter just before it left, after the caller last looked: that
+     * move still counts (the caller looks again). */
+    atomic_uint* word = l->is_recv ? &l->hdr->head : &l->hdr->tail;
+    if (res != ringoSuccess && peer_ready(l, atomic_load_explicit(word, memory_order_acquire)) == 0) return res;
   }
   return ringoSuccess;
 }
