@@ -231,6 +231,27 @@ run_bench_all() {
   done
 }
 
+# Informational, not part of the verdict, with what the deadline leaves (at least 20 s each): N = 2 at 256 MiB
+# and above again with one knob changed at a time — GPU-scope flags, 32 channels — so that the next change
+# to the kernel's synchronisation or channel count starts from a measurement.
+EXPERIMENTS=("RINGO_CUDA_GPU_SCOPE=1" "RINGO_CUDA_CHANNELS=32")
+run_experiments() {
+  local bench=$BUILD/bin/ringo-gpu-bench e
+  [ -x "$bench" ] || return
+  for e in "${EXPERIMENTS[@]}"; do
+    local cap=$((DEADLINE_S - (SECONDS - START) - 10))
+    if [ "$cap" -lt 20 ]; then
+      echo "gpu-check: experiment $e not run: no time left"
+      continue
+    fi
+    cap=$((cap > 40 ? 40 : cap))
+    local tag=${e//[^A-Za-z0-9]/_}
+    step "experiment: N=2 with $e (at most $cap s; not part of the verdict)"
+    env "$e" timeout -k 5 "$cap" "$bench" -N 2 -b 256M -e 1G -f 2 -d float32 -t $((cap - 5)) 2>&1 | tee "$LOG/experiment_$tag.txt"
+    { echo "## experiment N=2, $e (exit ${PIPESTATUS[0]})"; cat "$LOG/experiment_$tag.txt"; echo; } >>"$LOG/table.txt"
+  done
+}
+
 # The issue's performance target (not part of the verdict): %d2d >= 80 at 256 MiB and above.
 perf_line() {
   awk -v n="$1" '!/^#/ && NF >= 11 && $1 >= 268435456 { k++; if (min == "" || $9 < min) min = $9 }
@@ -282,6 +303,7 @@ main() {
     build_all
     run_tests_all
     run_bench_all
+    run_experiments
   fi
 
   step "verdict after $((SECONDS - START)) s"
@@ -302,7 +324,7 @@ join() {
 
 mkdir -p "$LOG" || exit 1
 LOG_ABS=$(cd "$LOG" && pwd)
-rm -f "$LOG/table.txt" "$LOG"/bench_N*.txt "$LOG"/bench_N*.json
+rm -f "$LOG/table.txt" "$LOG"/bench_N*.txt "$LOG"/bench_N*.json "$LOG"/experiment_*.txt
 main 2>&1 | tee "$LOG/gpu_check.log"
 rc=${PIPESTATUS[0]}
 {

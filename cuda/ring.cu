@@ -25,8 +25,18 @@ constexpr int kRingThreads = 512;   /* threads per block (channel) */
 constexpr int kRingMinBlocksPerSm = 2;
 constexpr uint32_t kCheckEvery = 1024; /* polls between looks at the clock, poison and abort */
 
-/* Flags: system-scope acquire/release on the GPU, C++ atomics' equivalents on the CPU (sync.cuh). */
+/* Flags: system-scope acquire/release on the GPU, C++ atomics' equivalents on the CPU (sync.cuh);
+ * GPU scope when the launch says every rank of the ring is on this GPU (RINGO_CUDA_SCOPE=gpu). */
 using namespace ringo_sync;
+
+__host__ __device__ inline uint64_t flag_acquire(const ringo_dev_ring& d, const uint64_t* p) {
+  return d.gpu_scope ? load_acquire<Scope::kGpu>(p) : load_acquire(p);
+}
+
+__host__ __device__ inline void flag_release(const ringo_dev_ring& d, uint64_t* p, uint64_t v) {
+  if (d.gpu_scope) store_release<Scope::kGpu>(p, v);
+  else store_release(p, v);
+}
 
 /* ---- one channel of one rank ---- */
 
@@ -79,11 +89,11 @@ __host__ __device__ int wait_ready(const Channel& x, bool receives, bool sends) 
   uint64_t start = 0;
   bool in_ok = !receives;
   for (uint32_t spin = 1;; spin++) {
-    if (!in_ok && load_acquire(&x.in->head) > x.received) {
+    if (!in_ok && flag_acquire(*x.d, &x.in->head) > x.received) {
       if (!stamp_matches(x)) return RINGO_DEV_MISMATCH;
       in_ok = true;
     }
-    const bool out_ok = !sends || x.sent - load_acquire(&x.out->tail) < (uint64_t)x.d->nslots;
+    const bool out_ok = !sends || x.sent - flag_acquire(*x.d, &x.out->tail) < (uint64_t)x.d->nslots;
     if (in_ok && out_ok) {
       if (sends) *stamp_at(x.out_slots, *x.d, x.sent) = ringo_dev_stamp{x.d->fp, x.sent};
       return RINGO_DEV_OK;
@@ -124,17 +134,18 @@ __host__ __device__ void block_publish(Channel& x, bool receives, bool sends) {
 #ifdef __CUDA_ARCH__
   __syncthreads();
   const bool leader = threadIdx.x == 0;
-  if (leader) __threadfence_system();
+  if (leader && x.d->gpu_scope) __threadfence();
+  else if (leader) __threadfence_system();
 #else
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   const bool leader = true;
 #endif
   if (sends) {
-    if (leader) store_release(&x.out->head, x.sent + 1);
+    if (leader) flag_release(*x.d, &x.out->head, x.sent + 1);
     x.sent++;
   }
   if (receives) {
-    if (leader) store_release(&x.in->tail, x.received + 1);
+    if (leader) flag_release(*x.d, &x.in->tail, x.received + 1);
     x.received++;
   }
 }

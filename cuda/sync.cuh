@@ -9,19 +9,28 @@
 
 namespace ringo_sync {
 
+/* How far an acquire or release reaches: every thread of the system (peers on other GPUs, the
+ * host), or only those of this GPU — enough, and cheaper, when every thread that touches the flag
+ * and the data it guards runs here (ranks sharing one device). */
+enum class Scope { kSystem, kGpu };
+
+template <Scope S = Scope::kSystem>
 __host__ __device__ inline uint64_t load_acquire(const uint64_t* p) {
 #ifdef __CUDA_ARCH__
-  uint64_t v;
-  asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); /* generic address: peer, local or host */
+  uint64_t v; /* generic address: peer, local or host */
+  if constexpr (S == Scope::kGpu) asm volatile("ld.acquire.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 #else
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 #endif
 }
 
+template <Scope S = Scope::kSystem>
 __host__ __device__ inline void store_release(uint64_t* p, uint64_t v) {
 #ifdef __CUDA_ARCH__
-  asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  if constexpr (S == Scope::kGpu) asm volatile("st.release.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else asm volatile("st.release.sys.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 #else
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif

@@ -42,6 +42,7 @@ struct ringo_device {
   cudaStream_t stream;    /* ringo's own: kernels of ranks sharing a GPU must never queue behind each other */
   cudaEvent_t ready, done;
   int staged;             /* the ring leaves the host: collectives go through the host ring (staged.c) */
+  int gpu_scope;          /* RINGO_CUDA_GPU_SCOPE=1 and every rank on this GPU: the kernel syncs at GPU scope */
   struct ringo_stage stage;
   int usable;             /* every rank made its region and reached its next rank's */
   char why[256];          /* why not, when !usable */
@@ -51,6 +52,7 @@ struct ringo_device {
 struct dev_probe {
   int32_t ok, dev, pid, nchannels; /* nchannels: the most this rank's device can hold */
   uint64_t nonce;                  /* tells processes apart where pids repeat (pid namespaces) */
+  char pci[24];                    /* the GPU's PCI bus id: device numbers differ between processes */
 };
 /* ... and in the second, once every rank allocated its region for the agreed channel count. */
 struct dev_region {
@@ -134,6 +136,7 @@ static ringoResult_t probe(ringoComm_t comm, struct ringo_device* d, struct dev_
   if (ringo_cuda_ring_preload(&per_sm) != ringoSuccess)
     return ringo_fail(ringoUnhandledCudaError, "loading the ring kernels: %s", ringo_cuda_ring_last_error());
   CU_CHECK((cudaError_t)ringo_cuda_wait_preload(), "loading the wait kernel");
+  CU_CHECK(cudaDeviceGetPCIBusId(mine->pci, (int)sizeof mine->pci, d->dev), "cudaDeviceGetPCIBusId");
   mine->nchannels = sms * per_sm;
   return ringoSuccess;
 }
@@ -378,6 +381,9 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
     for (int q = 0; q < n; q++) d->local_ranks += probes[q].dev == d->dev && probes[q].pid == pmine.pid &&
                                                   probes[q].nonce == pmine.nonce;
   }
+  d->gpu_scope = all_ok && comm->env.cuda_gpu_scope;
+  for (int r = 0; d->gpu_scope && r < n; r++)
+    d->gpu_scope = strcmp(comm->info[r].host, comm->info[me].host) == 0 && strncmp(probes[r].pci, pmine.pci, sizeof pmine.pci) == 0;
   if (all_ok && d->nchannels < 1 && !d->staged) { /* a staged ring launches no ring kernel */
     all_ok = 0;
     snprintf(d->why, sizeof d->why, "too many ranks share one GPU for their ring kernels to be resident at once");
@@ -407,8 +413,8 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
     RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, staged through host memory (the ring leaves the "
                "host)", me, d->dev);
   else if (d->usable)
-    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, %d channels x %d slots x %zu bytes", me, d->dev,
-               d->nchannels, DEV_NSLOTS, d->slot_bytes);
+    RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path on: device %d, %d channels x %d slots x %zu bytes, %s-scope flags",
+               me, d->dev, d->nchannels, DEV_NSLOTS, d->slot_bytes, d->gpu_scope ? "GPU" : "system");
   else
     RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path off: %s", me, d->why);
   if (d->usable && d->local_ranks >= 4 && !getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
@@ -530,6 +536,7 @@ static ringoResult_t launch(const struct ringo_op* op) {
   r.error = d->error_dev;
   r.abort_flag = d->abort_dev;
   r.timeout_ns = (uint64_t)(comm->env.timeout_s * 1e9);
+  r.gpu_scope = d->gpu_scope;
   /* ringo's kernel waits for the caller's earlier work on its stream; ringo_device_join makes the
    * caller's stream wait for the kernel. */
   CU_CHECK(cudaEventRecord(d->ready, (cudaStream_t)op->stream), "cudaEventRecord on the caller's stream");

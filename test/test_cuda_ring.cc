@@ -45,6 +45,8 @@ class EmulatedRing {
     }
   }
 
+  int gpu_scope = 0;  // the launch's flag scope (RINGO_CUDA_GPU_SCOPE); the CPU's atomics either way
+
   // Runs one collective on every rank (rank r's buffers in bufs[r]); returns each rank's RINGO_DEV_*
   // code (the first of its channels that failed). skip_rank never runs (a rank that died).
   std::vector<int> Run(const Case& c, std::vector<CaseBufs>& bufs, int skip_rank = -1, uint64_t timeout_ns = 20e9,
@@ -67,6 +69,7 @@ class EmulatedRing {
       d[r].error = &errors_[r];
       d[r].abort_flag = &abort_;
       d[r].timeout_ns = timeout_ns;
+      d[r].gpu_scope = gpu_scope;
     }
     std::vector<int> codes(static_cast<size_t>(n_) * nch_, 0);
     std::vector<std::thread> threads;
@@ -157,6 +160,17 @@ TEST(CudaRingEmulatedLarge, FloatAllReduceOfAMillionElements) {
     const Case c{Coll::kAllReduce, ringoFloat32, ringoSum, 1000003, inplace, 0};
     ASSERT_EQ(RunAndCheck(ring, c, n), "") << ringo_cases::Label(c);
   }
+}
+
+// GPU-scope flags (RINGO_CUDA_GPU_SCOPE=1, every rank on one GPU) take the same path through the
+// kernel's code: the same exact results.
+TEST(CudaRingEmulatedLarge, GpuScopeFlagsGiveTheSameResults) {
+  const int n = 3;
+  EmulatedRing ring(n, 2, 4, 1024);
+  ring.gpu_scope = 1;
+  for (const Case& c : {Case{Coll::kAllReduce, ringoFloat32, ringoSum, 100003, false, 0},
+                        Case{Coll::kReduceScatter, ringoInt32, ringoMax, 5001, true, 0}})
+    ASSERT_EQ(RunAndCheck(ring, c, n), "") << ringo_cases::Label(c);
 }
 
 // The counters say how many slots went each way: sender's sent == receiver's received, per

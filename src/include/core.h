@@ -78,6 +78,8 @@ struct ringo_env {
   int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs (0: as many
                               as the GPU holds resident for all its ranks, at most 64) */
   size_t cuda_slice_bytes; /* RINGO_CUDA_SLICE_BYTES: bytes per device FIFO slot (default 256 KiB) */
+  int cuda_gpu_scope;      /* RINGO_CUDA_GPU_SCOPE: 1 syncs the ring kernel's flags at GPU scope when every rank
+                              of the ring is on one GPU (an experiment: system scope is the default) */
 };
 /* Reads the environment now (cheap; called at every communicator init so tests may change it). */
 void ringo_env_read(struct ringo_env* env);

@@ -83,6 +83,8 @@ struct ringo_dev_ring {
   int32_t* error;        /* host-mapped: the first RINGO_DEV_* code of this rank (0 until one) */
   const int32_t* abort_flag; /* host-mapped: non-zero makes every wait give up */
   uint64_t timeout_ns;   /* bound on any single wait */
+  int32_t gpu_scope;     /* 1: every rank of the ring is on this GPU: flags and fences at GPU scope */
+  int32_t pad_scope;
   struct ringo_dev_fingerprint fp; /* stamped next to every slot sent, checked on every slot received */
   struct ringo_dev_chunk chunk[RINGO_DEV_MAX_RANKS];
   struct ringo_dev_step step[RINGO_DEV_MAX_STEPS];
