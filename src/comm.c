@@ -4,6 +4,7 @@
 #include "comm.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -14,8 +15,17 @@
 #include "trace.h"
 
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res) {
-  if (res != ringoSuccess && comm) snprintf(comm->last_error, sizeof comm->last_error, "%s", ringo_thread_last_error());
+  if (res == ringoSuccess || !comm) return res;
+  while (atomic_flag_test_and_set_explicit(&comm->last_lock, memory_order_acquire)) sched_yield();
+  const int next = 1 - atomic_load_explicit(&comm->last_slot, memory_order_relaxed);
+  snprintf(comm->last_error[next], sizeof comm->last_error[next], "%s", ringo_thread_last_error());
+  atomic_store_explicit(&comm->last_slot, next, memory_order_release);
+  atomic_flag_clear_explicit(&comm->last_lock, memory_order_release);
   return res;
+}
+
+const char* ringo_comm_last_error(ringoComm_t comm) {
+  return comm->last_error[atomic_load_explicit(&comm->last_slot, memory_order_acquire)];
 }
 
 ringoResult_t ringoGetVersion(int* version) {
@@ -441,5 +451,5 @@ QUERY(ringoCommGetStats, ringoCommStats, stats,
                         atomic_load_explicit(&comm->collectives, memory_order_relaxed)}))
 
 const char* ringoGetLastError(ringoComm_t comm) {
-  return comm ? comm->last_error : ringo_thread_last_error();
+  return comm ? ringo_comm_last_error(comm) : ringo_thread_last_error();
 }

@@ -105,7 +105,7 @@ static ringoResult_t run_inits(struct queued_init* q, size_t n) {
   for (size_t i = 0; res == ringoSuccess && i < n; i++)
     if (q[i].res != ringoSuccess)
       res = ringo_annotate(q[i].res, "ringoGroupEnd: ringoCommInitRank of rank %d: %s", q[i].comm->rank,
-                           q[i].comm->last_error);
+                           ringo_comm_last_error(q[i].comm));
   return res;
 }
 
@@ -179,7 +179,7 @@ static ringoResult_t run_device_ops(struct ringo_op* ops, size_t nops) {
       r = launch_p2p_batch(ops, nops, i, taken, batch);
     }
     if (r != ringoSuccess && res == ringoSuccess)
-      res = ringo_annotate(r, "ringoGroupEnd: rank %d: %s", ops[i].comm->rank, ops[i].comm->last_error);
+      res = ringo_annotate(r, "ringoGroupEnd: rank %d: %s", ops[i].comm->rank, ringo_comm_last_error(ops[i].comm));
   }
   for (size_t i = 0; i < nops; i++)
     if (ops[i].device && ops[i].defer_join) {
@@ -225,7 +225,7 @@ static ringoResult_t run_queued(struct ringo_op* ops, size_t nops) {
   if (res == ringoSuccess) res = run_parallel(run_comm_job, jobs, sizeof *jobs, njobs, stop_comm_job);
   for (size_t j = 0; res == ringoSuccess && j < njobs; j++)
     if (jobs[j].res != ringoSuccess)
-      res = ringo_annotate(jobs[j].res, "ringoGroupEnd: rank %d: %s", jobs[j].comm->rank, jobs[j].comm->last_error);
+      res = ringo_annotate(jobs[j].res, "ringoGroupEnd: rank %d: %s", jobs[j].comm->rank, ringo_comm_last_error(jobs[j].comm));
   free(jobs);
   free(batches);
   return dev_res != ringoSuccess ? dev_res : res;

@@ -62,7 +62,12 @@ struct ringoComm {
   _Atomic uint64_t bytes_sent, bytes_received, collectives;
   struct ringo_trace* trace;    /* RINGO_TRACE recorder, or NULL */
   uint64_t seq;                 /* collectives started on this communicator (fingerprints) */
-  char last_error[RINGO_ERROR_BYTES];
+  /* The last call's message, written by any thread that fails on comm (the caller's, the proxy's):
+   * two buffers, the one being written never the one published, so a string a reader got stays
+   * whole until the failure after next. */
+  char last_error[2][RINGO_ERROR_BYTES];
+  atomic_int last_slot;         /* the published buffer */
+  atomic_flag last_lock;        /* writers one at a time */
   char fail_error[RINGO_ERROR_BYTES]; /* what put the communicator in error (later rejected calls
                                          overwrite last_error, never this) */
 };
@@ -121,6 +126,9 @@ ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what);
 /* Links made after init (p2p.c): the parameters of a link to or from peer, and its transport. */
 void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p);
 ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const struct ringo_transport** tp);
+
+/* The message of comm's last failed call ("" before any). */
+const char* ringo_comm_last_error(ringoComm_t comm);
 
 /* Runs one collective to completion on the calling thread and records any error in the
  * communicator (collectives.c). */
