@@ -26,7 +26,7 @@ constexpr int kRingMinBlocksPerSm = 2;
 constexpr uint32_t kCheckEvery = 1024; /* polls between looks at the clock, poison and abort */
 
 /* Flags: system-scope acquire/release on the GPU, C++ atomics' equivalents on the CPU (sync.cuh);
- * GPU scope when the launch says every rank of the ring is on this GPU (RINGO_CUDA_SCOPE=gpu). */
+ * GPU scope when the launch says every rank of the ring is on this GPU (RINGO_CUDA_GPU_SCOPE=1). */
 using namespace ringo_sync;
 
 __host__ __device__ inline uint64_t flag_acquire(const ringo_dev_ring& d, const uint64_t* p) {

@@ -295,7 +295,11 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
   atomic_fetch_add(&comm->inflight, 1);
   if (op.device) { /* enqueued on the stream: returns at once */
     res = ringo_device_launch(&op);
-    if (res == ringoSuccess && !op.defer_join) res = ringo_device_join(&op);
+    /* Joined even after a failure: what was queued before it may still touch the buffers. */
+    if (!op.defer_join) {
+      const ringoResult_t joined = ringo_device_join(&op);
+      if (res == ringoSuccess) res = joined;
+    }
   }
   else {
     res = ringo_device_quiesce(comm); /* staged device collectives drive the same links from CUDA's thread */

@@ -189,7 +189,7 @@ void ringo_comm_free(ringoComm_t comm) {
     return;
   }
   /* The proxy goes first (device.c): it may be running host work over the links closed below. */
-  ringo_device_free(comm);
+  if (!ringo_device_free(comm)) return;
   if (comm->trace && ringo_trace_close(comm->trace) != ringoSuccess)
     RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
   conn_close(&comm->send);

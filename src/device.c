@@ -244,8 +244,10 @@ static int stream_idle(const struct ringo_device* d) {
   double deadline = ringo_now() + d->timeout_s;
   for (;;) {
     const cudaError_t err = cudaStreamQuery(d->stream);
-    /* The proxy moves its flag just before it counts the work done. */
-    if (err != cudaErrorNotReady && (err != cudaSuccess || host_runs_pending(d) == 0)) {
+    /* The proxy moves its flag just before it counts the work done. A failed stream reaches no
+     * more markers, but work already past its marker still runs in the host engine. */
+    if (err != cudaErrorNotReady &&
+        (err == cudaSuccess ? host_runs_pending(d) == 0 : ringo_staged_running(&d->stage) == 0)) {
       (void)cudaGetLastError();
       return 1;
     }
@@ -279,21 +281,22 @@ int ringo_device_drain(ringoComm_t comm) {
   return !d || !d->stream || device_idle(d);
 }
 
-void ringo_device_free(ringoComm_t comm) {
+int ringo_device_free(ringoComm_t comm) {
   struct ringo_device* d = comm->device;
-  if (!d) return;
-  comm->device = NULL;
+  if (!d) return 1;
   if (!d->stream) {
+    comm->device = NULL;
     free(d);
-    return;
+    return 1;
   }
   const int old = ringo_device_current();
   (void)cudaSetDevice(d->dev);
   if (!stream_idle(d)) { /* ringo_comm_free drained first: only a stream stuck since can get here */
     RINGO_WARN("rank %d: ringo's stream on device %d still busy after %.0f s; its device memory is left allocated",
                comm->rank, d->dev, d->timeout_s);
-    return; /* d too: queued work may still use it */
+    return 0; /* d and comm too: queued work, and the proxy, may still use them */
   }
+  comm->device = NULL;
   const struct ringo_stage_ops ops = stage_ops(d);
   ringo_staged_free(&d->stage, &ops);
   if (d->next_opened) (void)cudaIpcCloseMemHandle(d->next_region);
@@ -306,6 +309,7 @@ void ringo_device_free(ringoComm_t comm) {
   (void)cudaGetLastError();
   if (old >= 0) (void)cudaSetDevice(old);
   free(d);
+  return 1;
 }
 
 /* Whether any link of the ring joins two hosts: then no device FIFO can reach the next rank. */
@@ -521,9 +525,11 @@ static ringoResult_t launch(const struct ringo_op* op) {
     CU_CHECK(cudaEventRecord(d->ready, (cudaStream_t)op->stream), "cudaEventRecord on the caller's stream");
     CU_CHECK(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
     const struct ringo_stage_ops ops = stage_ops(d);
-    RINGO_CHECK(ringo_staged_launch(op, &d->stage, &ops));
-    CU_CHECK(cudaEventRecord(d->done, d->stream), "cudaEventRecord");
-    return ringoSuccess;
+    ringoResult_t res = ringo_staged_launch(op, &d->stage, &ops);
+    /* Recorded even after a failure, so the join also waits for a copy already queued. */
+    const cudaError_t err = cudaEventRecord(d->done, d->stream);
+    if (res == ringoSuccess && err != cudaSuccess) res = cuda_fail(err, "cudaEventRecord");
+    return res;
   }
   struct ringo_dev_ring r;
   const struct ringo_dev_coll c = {(int)op->coll, op->type, op->op, op->count, comm->nranks, comm->pos,
@@ -614,7 +620,10 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   (void)comm, (void)rv;
   return ringoSuccess;
 }
-void ringo_device_free(ringoComm_t comm) { (void)comm; }
+int ringo_device_free(ringoComm_t comm) {
+  (void)comm;
+  return 1;
+}
 ringoResult_t ringo_device_async_error(ringoComm_t comm) {
   (void)comm;
   return ringoSuccess;

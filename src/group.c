@@ -172,9 +172,8 @@ static ringoResult_t run_device_ops(struct ringo_op* ops, size_t nops) {
     if (!ops[i].device || taken[i]) continue;
     ringoResult_t r;
     if (ops[i].kind == RINGO_KIND_COLL) {
-      ops[i].defer_join = 1;
+      ops[i].defer_join = 1; /* joined even if it fails: part of it may be queued */
       r = ringo_coll_run(&ops[i]); /* records its errors in the communicator */
-      if (r != ringoSuccess) ops[i].defer_join = 0; /* launched nothing: nothing to join */
     } else {
       r = launch_p2p_batch(ops, nops, i, taken, batch);
     }

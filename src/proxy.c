@@ -28,6 +28,7 @@ struct proxy_work {
   void* arg;
   uint64_t mark;   /* the marker the stream passes once the work's input copies are done */
   uint64_t number; /* the flag value that lets the stream go on */
+  int cancelled;   /* the stream does not wait for it (its wait could not be enqueued): skip it */
 };
 
 struct ringo_proxy {
@@ -42,6 +43,7 @@ struct ringo_proxy {
   uint64_t marks_issued, issued;  /* the submitting thread's */
   uint64_t* flag;                 /* pinned: work finished; the stream waits on it */
   atomic_int pending;             /* submitted and not finished */
+  atomic_int running;             /* work running now (its marker passed) */
 };
 
 static void mark_reached(void* arg) {
@@ -85,7 +87,10 @@ static struct proxy_work* next_work(struct ringo_proxy* px) {
 static void* proxy_main(void* arg) {
   struct ringo_proxy* px = arg;
   for (struct proxy_work* w; (w = next_work(px)) != NULL;) {
-    w->fn(w->arg, wait_marker(px, w->mark));
+    const int run = !w->cancelled && wait_marker(px, w->mark);
+    atomic_fetch_add_explicit(&px->running, run, memory_order_relaxed);
+    w->fn(w->arg, run);
+    atomic_fetch_sub_explicit(&px->running, run, memory_order_release);
     __atomic_store_n(px->flag, w->number, __ATOMIC_RELEASE);
     atomic_fetch_sub_explicit(&px->pending, 1, memory_order_release);
     free(w);
@@ -117,17 +122,16 @@ static ringoResult_t proxy_start(ringoComm_t comm, struct ringo_proxy** out, con
   return ringoSuccess;
 }
 
-/* Hands w to the proxy; returns the flag value that says it ran. */
-static uint64_t push(struct ringo_proxy* px, struct proxy_work* w) {
+/* Hands w (its number the next one) to the proxy. Only the submitting thread moves issued. */
+static void push(struct ringo_proxy* px, struct proxy_work* w) {
   pthread_mutex_lock(&px->mu);
-  const uint64_t number = w->number = ++px->issued;
+  px->issued = w->number;
   if (px->tail) px->tail->next = w;
   else px->head = w;
   px->tail = w;
   atomic_fetch_add_explicit(&px->pending, 1, memory_order_relaxed);
   pthread_cond_signal(&px->cv);
   pthread_mutex_unlock(&px->mu);
-  return number;
 }
 
 ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** pxp, ringo_proxy_fn fn, void* arg,
@@ -140,21 +144,28 @@ ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** pxp, rin
   struct ringo_proxy* px = *pxp;
   struct proxy_work* w = calloc(1, sizeof *w);
   if (!w) return ringo_fail(ringoSystemError, "out of memory for the proxy's work");
-  const ringoResult_t res = ops->host_fn(ops->ctx, mark_reached, px);
+  ringoResult_t res = ops->host_fn(ops->ctx, mark_reached, px);
   if (res != ringoSuccess) { /* no marker: nothing is out of step */
     free(w);
     return res;
   }
   /* The marker is on the stream: the work must follow it, or the markers and the work would be
-   * counted out of step. */
-  *w = (struct proxy_work){NULL, fn, arg, ++px->marks_issued, 0};
-  const uint64_t number = push(px, w);
+   * counted out of step. The stream's wait goes on before the proxy can see the work, so that a
+   * wait that cannot be enqueued cancels it (the stream would not wait for it: it must not run). */
+  *w = (struct proxy_work){NULL, fn, arg, ++px->marks_issued, px->issued + 1, 0};
+  res = ops->wait_flag(ops->ctx, px->flag, w->number);
+  w->cancelled = res != ringoSuccess;
+  push(px, w);
   *handed = 1;
-  return ops->wait_flag(ops->ctx, px->flag, number);
+  return res;
 }
 
 int ringo_proxy_pending(const struct ringo_proxy* px) {
   return px ? atomic_load_explicit(&px->pending, memory_order_acquire) : 0;
+}
+
+int ringo_proxy_running(const struct ringo_proxy* px) {
+  return px ? atomic_load_explicit(&px->running, memory_order_acquire) : 0;
 }
 
 void ringo_proxy_free(struct ringo_proxy* px, const struct ringo_stage_ops* ops) {

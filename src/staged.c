@@ -79,6 +79,7 @@ ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage*
 }
 
 int ringo_staged_pending(const struct ringo_stage* st) { return ringo_proxy_pending(st->proxy); }
+int ringo_staged_running(const struct ringo_stage* st) { return ringo_proxy_running(st->proxy); }
 
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops) {
   if (ringo_staged_pending(st) > 0) (void)ops->drain(ops->ctx);

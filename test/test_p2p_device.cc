@@ -137,6 +137,28 @@ TEST(DeviceP2pTeardown, AFailedStreamDoesNotHoldTheProxy) {
   });
 }
 
+// When the stream's wait cannot be enqueued the stream will not wait for the batch, so the proxy
+// must not run it (it would write staging the stream may be reusing): the launch fails, the batch is
+// skipped, nothing hangs.
+TEST(DeviceP2pErrors, AWaitThatCannotBeEnqueuedCancelsTheBatch) {
+  ringo_test::RunThreads(2, [](Team& t) {
+    const int me = t.ranks[0], peer = 1 - me;
+    DeviceP2p dp;
+    dp.s.ops.wait_flag = [](void*, const uint64_t*, uint64_t) { return ringoUnhandledCudaError; };
+    std::vector<float> out(1000, 1.0f), in(1000, -1.0f);
+    EXPECT_EQ(ringoUnhandledCudaError, dp.Launch(t.comms[0], {{1, peer, out.data(), 1000, ringoFloat32},
+                                                             {0, peer, in.data(), 1000, ringoFloat32}}));
+    dp.s.stream.Drain();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (dp.Pending() > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(0, dp.Pending()) << "the cancelled batch never left the proxy";
+    ringoCommStats st;
+    ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &st));
+    EXPECT_EQ(0u, st.bytesSent + st.bytesReceived) << "the cancelled batch ran";
+  });
+}
+
 // Empty messages and a rank's message to itself inside a batch.
 TEST(DeviceP2pBatch, EmptyMessagesAndSelf) {
   ringo_test::RunThreads(2, [](Team& t) {

@@ -19,7 +19,9 @@ ringoResult_t ringo_device_select(int dev);
  * current device and makes the device FIFO region when there is a GPU; when any rank cannot, the
  * device path stays off (host collectives unaffected). Fails only when the rendezvous does. */
 ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
-void ringo_device_free(ringoComm_t comm);
+/* Frees comm's device side, its proxy first; 0 when ringo's stream stayed busy: then nothing is
+ * freed and the caller must leave comm allocated (queued work, the proxy, may still use it). */
+int ringo_device_free(ringoComm_t comm);
 
 /* Everything a device call can get wrong, before anything is enqueued (the communicator stays
  * usable): no device path, a buffer on another device, ranks of one process sharing the legacy

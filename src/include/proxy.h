@@ -24,6 +24,9 @@ ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** px, ring
 
 /* Work submitted and not finished yet (host work on the communicator must wait for it). */
 int ringo_proxy_pending(const struct ringo_proxy* px);
+/* Work running now: past its marker, in the host engine (after a stream error, the rest of the
+ * pending work will never run, but this must still finish before host work may start). */
+int ringo_proxy_running(const struct ringo_proxy* px);
 
 /* Stops the thread and frees px (NULL is fine): work the stream has not reached is skipped (a
  * failed stream never will), work running is waited for. Call it before the links close. */

@@ -66,6 +66,8 @@ ringoResult_t ringo_stage_grow(struct ringo_stage* st, void** buf, size_t* cap, 
 
 /* Host runs (collectives and send/receive batches) of st submitted and not finished. */
 int ringo_staged_pending(const struct ringo_stage* st);
+/* ... of which running now (proxy.h). */
+int ringo_staged_running(const struct ringo_stage* st);
 
 /* Waits for every host run of st, then stops its proxy and frees its buffers. */
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops);

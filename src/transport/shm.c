@@ -462,13 +462,12 @@ int ringo_shm_pid_gone(int pid) {
   return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-static ringoResult_t check_peer_alive(const struct ringo_link* l) {
+/* The peer's pid when its process is gone, else 0. */
+static pid_t peer_gone(const struct ringo_link* l) {
   const struct shm_header* h = l->hdr;
   pid_t pid = l->created ? atomic_load_explicit(&h->attacher_pid, memory_order_acquire) : h->creator_pid;
   if (pid <= 0) pid = l->peer_pid; /* not attached yet: the process init said the peer runs in */
-  if (pid <= 0 || !ringo_shm_pid_gone(pid)) return ringoSuccess;
-  return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to %s on shm link %d->%d",
-                    l->peer_rank, (int)pid, l->self_rank, awaited(l), sender_rank(l), receiver_rank(l));
+  return pid > 0 && ringo_shm_pid_gone(pid) ? pid : 0;
 }
 
 /* Everything that ends a wait other than the peer: poison, abort, deadline, a dead peer. */
@@ -489,11 +488,13 @@ static ringoResult_t check_wait(const struct ringo_link* l, double now, double s
                       l->self_rank, l->timeout_s, l->peer_rank, awaited(l), sender_rank(l), receiver_rank(l));
   if (now >= *next_alive) {
     *next_alive = now + SHM_LIVENESS_S;
-    const ringoResult_t res = check_peer_alive(l);
+    const pid_t pid = peer_gone(l);
     /* The peer may have moved its counter just before it left, after the caller last looked: that
-     * move still counts (the caller looks again). */
+     * move still counts (the caller looks again, and a dead peer moves it no more). */
     atomic_uint* word = l->is_recv ? &l->hdr->head : &l->hdr->tail;
-    if (res != ringoSuccess && peer_ready(l, atomic_load_explicit(word, memory_order_acquire)) == 0) return res;
+    if (pid && peer_ready(l, atomic_load_explicit(word, memory_order_acquire)) == 0)
+      return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to %s on shm link %d->%d",
+                        l->peer_rank, (int)pid, l->self_rank, awaited(l), sender_rank(l), receiver_rank(l));
   }
   return ringoSuccess;
 }
