@@ -302,7 +302,7 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
     }
   }
   else {
-    res = ringo_device_quiesce(comm); /* staged device collectives drive the same links from CUDA's thread */
+    res = ringo_device_quiesce(comm); /* the proxy drives the same links from its thread */
     if (res == ringoSuccess) res = run_host(&op);
   }
   if (res == ringoSuccess) {

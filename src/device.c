@@ -189,6 +189,31 @@ static ringoResult_t open_next(struct ringo_device* d, const struct dev_probe* n
   return ringoSuccess;
 }
 
+/* ---- ringo's stream and the caller's ---- */
+
+/* Makes d's GPU current on this thread; *old is the device leave_device gives back. */
+static cudaError_t enter_device(const struct ringo_device* d, int* old) {
+  *old = ringo_device_current();
+  return *old == d->dev ? cudaSuccess : cudaSetDevice(d->dev);
+}
+static void leave_device(const struct ringo_device* d, int old) {
+  if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
+}
+
+/* ringo's stream goes on only after the work enqueued on the caller's stream so far. */
+static ringoResult_t follow_caller(struct ringo_device* d, ringoStream_t stream) {
+  CU_CHECK(cudaEventRecord(d->ready, (cudaStream_t)stream), "cudaEventRecord on the caller's stream");
+  CU_CHECK(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
+  return ringoSuccess;
+}
+
+/* The point ringo_device_join makes a caller's stream wait for: recorded after a failure too, so
+ * the join also waits for what was queued before it. Returns res, or the record's error. */
+static ringoResult_t mark_done(struct ringo_device* d, ringoResult_t res) {
+  const cudaError_t err = cudaEventRecord(d->done, d->stream);
+  return res == ringoSuccess && err != cudaSuccess ? cuda_fail(err, "cudaEventRecord") : res;
+}
+
 /* ---- staging (staged.c) on ringo's stream ---- */
 static ringoResult_t stage_to_host(void* ctx, void* host, const void* dev, size_t bytes) {
   struct ringo_device* d = ctx;
@@ -260,10 +285,10 @@ static int stream_idle(const struct ringo_device* d) {
 }
 
 static int device_idle(struct ringo_device* d) {
-  const int old = ringo_device_current();
-  if (old != d->dev) (void)cudaSetDevice(d->dev);
+  int old;
+  (void)enter_device(d, &old);
   const int idle = stream_idle(d);
-  if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
+  leave_device(d, old);
   return idle;
 }
 
@@ -289,11 +314,12 @@ int ringo_device_free(ringoComm_t comm) {
     free(d);
     return 1;
   }
-  const int old = ringo_device_current();
-  (void)cudaSetDevice(d->dev);
+  int old;
+  (void)enter_device(d, &old);
   if (!stream_idle(d)) { /* ringo_comm_free drained first: only a stream stuck since can get here */
     RINGO_WARN("rank %d: ringo's stream on device %d still busy after %.0f s; its device memory is left allocated",
                comm->rank, d->dev, d->timeout_s);
+    leave_device(d, old);
     return 0; /* d and comm too: queued work, and the proxy, may still use them */
   }
   comm->device = NULL;
@@ -307,7 +333,7 @@ int ringo_device_free(ringoComm_t comm) {
   if (d->done) (void)cudaEventDestroy(d->done);
   (void)cudaStreamDestroy(d->stream);
   (void)cudaGetLastError();
-  if (old >= 0) (void)cudaSetDevice(old);
+  leave_device(d, old);
   free(d);
   return 1;
 }
@@ -522,14 +548,9 @@ static ringoResult_t launch(const struct ringo_op* op) {
     return ringoSuccess;
   }
   if (d->staged) { /* after the caller's earlier work, like the kernel; the host ring counts its own bytes */
-    CU_CHECK(cudaEventRecord(d->ready, (cudaStream_t)op->stream), "cudaEventRecord on the caller's stream");
-    CU_CHECK(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
+    RINGO_CHECK(follow_caller(d, op->stream));
     const struct ringo_stage_ops ops = stage_ops(d);
-    ringoResult_t res = ringo_staged_launch(op, &d->stage, &ops);
-    /* Recorded even after a failure, so the join also waits for a copy already queued. */
-    const cudaError_t err = cudaEventRecord(d->done, d->stream);
-    if (res == ringoSuccess && err != cudaSuccess) res = cuda_fail(err, "cudaEventRecord");
-    return res;
+    return mark_done(d, ringo_staged_launch(op, &d->stage, &ops));
   }
   struct ringo_dev_ring r;
   const struct ringo_dev_coll c = {(int)op->coll, op->type, op->op, op->count, comm->nranks, comm->pos,
@@ -545,12 +566,11 @@ static ringoResult_t launch(const struct ringo_op* op) {
   r.gpu_scope = d->gpu_scope;
   /* ringo's kernel waits for the caller's earlier work on its stream; ringo_device_join makes the
    * caller's stream wait for the kernel. */
-  CU_CHECK(cudaEventRecord(d->ready, (cudaStream_t)op->stream), "cudaEventRecord on the caller's stream");
-  CU_CHECK(cudaStreamWaitEvent(d->stream, d->ready, 0), "cudaStreamWaitEvent");
+  RINGO_CHECK(follow_caller(d, op->stream));
   if (ringo_cuda_ring_launch(&r, d->stream) != ringoSuccess)
     return ringo_fail(ringoUnhandledCudaError, "rank %d: ring kernel launch failed: %s", comm->rank,
                       ringo_cuda_ring_last_error());
-  CU_CHECK(cudaEventRecord(d->done, d->stream), "cudaEventRecord");
+  RINGO_CHECK(mark_done(d, ringoSuccess));
   count_bytes(comm, &r, esize);
   return ringoSuccess;
 }
@@ -558,10 +578,10 @@ static ringoResult_t launch(const struct ringo_op* op) {
 ringoResult_t ringo_device_launch(const struct ringo_op* op) {
   struct ringo_device* d = op->comm->device;
   RINGO_CHECK(ringo_device_async_error(op->comm));
-  const int old = ringo_device_current();
-  if (old != d->dev) CU_CHECK(cudaSetDevice(d->dev), "cudaSetDevice");
+  int old;
+  CU_CHECK(enter_device(d, &old), "cudaSetDevice");
   const ringoResult_t res = launch(op);
-  if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
+  leave_device(d, old);
   return res;
 }
 
@@ -574,26 +594,21 @@ static ringoResult_t p2p_launch(ringoComm_t comm, const struct ringo_op* const* 
     const struct ringo_op* op = ops[i];
     const int send = op->kind == RINGO_KIND_SEND;
     calls[i] = (struct ringo_p2p_call){send, op->peer, send ? (void*)op->sendbuff : op->recvbuff, op->count, op->type};
-    cudaError_t err = cudaEventRecord(d->ready, (cudaStream_t)op->stream);
-    if (err == cudaSuccess) err = cudaStreamWaitEvent(d->stream, d->ready, 0);
-    if (err != cudaSuccess) res = cuda_fail(err, "ordering ringo's stream after the caller's");
+    res = follow_caller(d, op->stream);
   }
   const struct ringo_stage_ops sops = stage_ops(d);
   if (res == ringoSuccess) res = ringo_p2p_device_launch(comm, &d->stage, calls, n, &sops);
   free(calls);
-  /* Recorded even after a failure, so the joins also wait for copies already queued. */
-  const cudaError_t err = cudaEventRecord(d->done, d->stream);
-  if (res == ringoSuccess && err != cudaSuccess) res = cuda_fail(err, "cudaEventRecord");
-  return res;
+  return mark_done(d, res);
 }
 
 ringoResult_t ringo_device_p2p_launch(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
   struct ringo_device* d = comm->device;
   RINGO_CHECK(ringo_device_async_error(comm));
-  const int old = ringo_device_current();
-  if (old != d->dev) CU_CHECK(cudaSetDevice(d->dev), "cudaSetDevice");
+  int old;
+  CU_CHECK(enter_device(d, &old), "cudaSetDevice");
   const ringoResult_t res = p2p_launch(comm, ops, n);
-  if (old >= 0 && old != d->dev) (void)cudaSetDevice(old);
+  leave_device(d, old);
   return res;
 }
 

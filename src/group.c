@@ -196,7 +196,7 @@ static ringoResult_t check_p2p_memory(const struct ringo_op* ops, size_t nops) {
   for (size_t i = 0; i < nops; i++) {
     if (ops[i].kind == RINGO_KIND_COLL || !ops[i].device) continue;
     for (size_t j = 0; j < nops; j++)
-      if (ops[j].comm == ops[i].comm && ops[j].kind != RINGO_KIND_COLL && !ops[j].device && ops[j].count > 0)
+      if (ops[j].comm == ops[i].comm && ops[j].kind != RINGO_KIND_COLL && !ops[j].device)
         return ringo_fail(ringoInvalidUsage, "ringoGroupEnd: rank %d's sends and receives in this group mix device "
                           "and host buffers; put them in separate groups", ops[i].comm->rank);
   }

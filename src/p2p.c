@@ -393,7 +393,7 @@ static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
   if (op.count == 0) return ringoSuccess;
   if (ringo_group_enqueue(&op, &res)) return ringo_comm_record(comm, res);
   /* Caught before anything moves, so the communicator stays usable. */
-  if (op.peer == comm->rank && op.count > 0)
+  if (op.peer == comm->rank)
     return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "%s: rank %d %s itself outside a group; put the "
                                               "ringoSend and the ringoRecv in one ringoGroupStart/End", name,
                                               comm->rank, op.kind == RINGO_KIND_SEND ? "sends to" : "receives from"));

@@ -77,7 +77,7 @@ ringoResult_t ringo_p2p_device_launch(ringoComm_t comm, struct ringo_stage* st, 
   ringoResult_t res = copy_slices(st->p2p, calls, n, 1, ops);
   if (res == ringoSuccess) res = ringo_proxy_submit(comm, &st->proxy, run_batch, b, ops, &handed);
   if (!handed) free(b);
-  /* After a failure the receives stay uncopied; the caller puts the communicator in error, so the
-   * proxy, which has the batch if it was handed over, skips it. */
+  /* After a failure the receives stay uncopied and the caller puts the communicator in error; a
+   * batch whose stream wait could not be enqueued is cancelled by the proxy (proxy.c). */
   return res == ringoSuccess ? copy_slices(st->p2p, calls, n, 0, ops) : res;
 }
