@@ -221,6 +221,30 @@ static ringoResult_t step_failed(const struct ringo_op* op, ringoResult_t res, i
                     op->comm->rank, op->comm->pos, st->chunk, round);
 }
 
+/* Rounds of the ring: slices of the longest chunk. */
+static size_t ring_rounds(const struct ringo_op* op) {
+  const size_t n = (size_t)op->comm->nranks;
+  const size_t max_len = op->coll == RINGO_COLL_ALLREDUCE ? (op->count + n - 1) / n : op->count;
+  return ringo_num_rounds(max_len, slice_elems(op->comm, op->type));
+}
+
+size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice) {
+  const int naive = op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE;
+  *slice = slice_elems(op->comm, op->type);
+  return op->comm->nranks > 1 && !naive ? ring_rounds(op) : 0;
+}
+
+/* A staged collective's pipeline (comm.h): before the first round of phase p > 0, wait until its
+ * input is staged. Returns the round that ends phase *p. */
+static ringoResult_t phase_begin(const struct ringo_op* op, size_t rounds, int p, size_t* end) {
+  size_t first;
+  ringo_phase_rounds(rounds, op->phases->n, p, &first, end);
+  if (p > 0 && !op->phases->await(op->phases->ctx, p))
+    return ringo_fail(ringoInvalidUsage, "rank %d: the communicator was aborted or torn down before phase %d of %d "
+                      "of a staged collective reached host memory", op->comm->rank, p, op->phases->n);
+  return ringoSuccess;
+}
+
 /* Round j moves slice j of every chunk through every step, so one step never waits for more
  * than one slice and the FIFO (>= 4 slots) lets a rank run ahead of its neighbours. */
 static ringoResult_t run_ring(const struct ringo_op* op) {
@@ -230,12 +254,13 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
   struct ringo_step steps[RINGO_MAX_STEPS(comm->nranks)];
   const int root_pos = comm->pos_of[op->root];
   const int nsteps = ringo_schedule(op->coll, comm->nranks, comm->pos, root_pos, steps);
-  const size_t max_len = op->coll == RINGO_COLL_ALLREDUCE ? (op->count + (size_t)comm->nranks - 1) / (size_t)comm->nranks
-                                                          : op->count;
-  const size_t rounds = ringo_num_rounds(max_len, slice);
+  const size_t rounds = ring_rounds(op);
   const char* in = op->sendbuff;
   char* out = op->recvbuff;
+  int phase = -1;
+  size_t phase_end = 0;
   for (size_t j = 0; j < rounds; j++) {
+    if (op->phases && j == phase_end) RINGO_CHECK(phase_begin(op, rounds, ++phase, &phase_end));
     for (int t = 0; t < nsteps; t++) {
       const struct chunk_geom g = chunk_at(op, steps[t].chunk);
       size_t off, n;
@@ -247,6 +272,10 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
       if (res != ringoSuccess) return step_failed(op, res, t, &steps[t], j);
       if (comm->trace) trace_slice(op, t, &steps[t], j, n * esize, t0);
     }
+    /* Output slice j of every chunk is final once round j is done on this rank. The last phase
+     * is left to the proxy, which ends it once the ring has returned: a stream that went on
+     * sooner could let host work onto the links while the flush below still uses them. */
+    if (op->phases && j + 1 == phase_end && phase + 1 < op->phases->n) op->phases->done(op->phases->ctx, phase);
   }
   /* A rank whose last step only sends (the head of a broadcast or reduce chain) waits until the
    * next rank has taken everything, so it sees the error if that rank refused the data. */

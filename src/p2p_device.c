@@ -23,7 +23,8 @@ struct p2p_batch {
   struct ringo_op ops[];
 };
 
-static void run_batch(void* arg, int run) {
+static void run_batch(void* arg, int run, struct ringo_proxy_task* task) {
+  (void)task; /* one phase: the proxy ends it */
   struct p2p_batch* b = arg;
   if (run) (void)ringo_p2p_run_staged(b->comm, b->ptrs, b->n); /* records its errors */
   free(b);
@@ -75,7 +76,8 @@ ringoResult_t ringo_p2p_device_launch(ringoComm_t comm, struct ringo_stage* st, 
   if (!b) return ringo_fail(ringoSystemError, "out of memory for a batch of %zu device sends/receives", n);
   int handed = 0;
   ringoResult_t res = copy_slices(st->p2p, calls, n, 1, ops);
-  if (res == ringoSuccess) res = ringo_proxy_submit(comm, &st->proxy, run_batch, b, ops, &handed);
+  if (res == ringoSuccess) res = ringo_proxy_mark(comm, &st->proxy, ops);
+  if (res == ringoSuccess) res = ringo_proxy_submit(comm, &st->proxy, run_batch, b, 1, ops, &handed);
   if (!handed) free(b);
   /* After a failure the receives stay uncopied and the caller puts the communicator in error; a
    * batch whose stream wait could not be enqueued is cancelled by the proxy (proxy.c). */

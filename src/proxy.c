@@ -5,6 +5,13 @@
  *   the stream:   ... copies [marker k] [wait: flag >= k] copies ...
  *   the proxy:          waits for marker k -> runs work k -> flag = k
  *
+ * A work may come in phases (a staged collective's pipeline, staged.c): the input copies of phase
+ * p end with their own marker, and the stream waits for each phase's flag value before copying
+ * that phase's output back, so the copies overlap the proxy's transfer:
+ *
+ *   the stream:   in 0 [m] in 1 [m] ... [wait k] out 0 [wait k+1] out 1 ...
+ *   the proxy:           phase 0 -> flag = k; waits for marker 1 -> phase 1 -> flag = k+1 ...
+ *
  * Why a thread of ringo's and not CUDA host functions: the host functions of one process may run
  * one at a time, and a communicator's work waits for its peers' — ranks of the same process
  * (ringoCommInitAll) would wait for each other in that one queue; nor may a host function call
@@ -22,12 +29,14 @@
 
 #define MARK_NAP_MAX_NS 1000000L /* the longest nap while the stream has not reached a marker */
 
-struct proxy_work {
-  struct proxy_work* next;
+struct ringo_proxy_task {
+  struct ringo_proxy_task* next;
+  struct ringo_proxy* px;
   ringo_proxy_fn fn;
   void* arg;
-  uint64_t mark;   /* the marker the stream passes once the work's input copies are done */
-  uint64_t number; /* the flag value that lets the stream go on */
+  uint64_t mark;   /* the marker the stream passes once phase 0's input copies are done */
+  uint64_t number; /* the flag value that lets the stream go on after phase 0 */
+  int nphases;     /* phase p: marker mark + p, flag value number + p */
   int cancelled;   /* the stream does not wait for it (its wait could not be enqueued): skip it */
 };
 
@@ -36,14 +45,15 @@ struct ringo_proxy {
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  struct proxy_work *head, *tail; /* under mu */
-  int stop;                       /* under mu */
-  atomic_int quit;                /* teardown: work the stream has not reached is skipped */
-  atomic_uint_fast64_t marks;     /* markers the stream passed */
-  uint64_t marks_issued, issued;  /* the submitting thread's */
-  uint64_t* flag;                 /* pinned: work finished; the stream waits on it */
-  atomic_int pending;             /* submitted and not finished */
-  atomic_int running;             /* work running now (its marker passed) */
+  struct ringo_proxy_task *head, *tail; /* under mu */
+  int stop;                             /* under mu */
+  atomic_int quit;                      /* teardown: work the stream has not reached is skipped */
+  atomic_uint_fast64_t marks;           /* markers the stream passed */
+  uint64_t marks_issued, issued;        /* the submitting thread's: markers enqueued, flag values handed out */
+  uint64_t last_number;                 /* the submitting thread's: the flag value of the last work's phase 0 */
+  uint64_t* flag;                       /* pinned: phases finished; the stream waits on it */
+  atomic_int pending;                   /* submitted and not finished */
+  atomic_int running;                   /* work running now (its first marker passed) */
 };
 
 static void mark_reached(void* arg) {
@@ -70,10 +80,10 @@ static int wait_marker(struct ringo_proxy* px, uint64_t mark) {
   return 1;
 }
 
-static struct proxy_work* next_work(struct ringo_proxy* px) {
+static struct ringo_proxy_task* next_work(struct ringo_proxy* px) {
   pthread_mutex_lock(&px->mu);
   while (!px->head && !px->stop) pthread_cond_wait(&px->cv, &px->mu);
-  struct proxy_work* w = px->head;
+  struct ringo_proxy_task* w = px->head;
   if (w) {
     px->head = w->next;
     if (!px->head) px->tail = NULL;
@@ -82,20 +92,29 @@ static struct proxy_work* next_work(struct ringo_proxy* px) {
   return w;
 }
 
-/* The flag always moves on, whatever the work did, so the stream never waits for ever: a failure
- * leaves the communicator in error, which the caller learns from ringoCommGetAsyncError. */
+/* The flag always moves on past the work's last phase, whatever the work did, so the stream never
+ * waits for ever: a failure leaves the communicator in error, which the caller learns from
+ * ringoCommGetAsyncError. */
 static void* proxy_main(void* arg) {
   struct ringo_proxy* px = arg;
-  for (struct proxy_work* w; (w = next_work(px)) != NULL;) {
+  for (struct ringo_proxy_task* w; (w = next_work(px)) != NULL;) {
     const int run = !w->cancelled && wait_marker(px, w->mark);
     atomic_fetch_add_explicit(&px->running, run, memory_order_relaxed);
-    w->fn(w->arg, run);
+    w->fn(w->arg, run, w);
     atomic_fetch_sub_explicit(&px->running, run, memory_order_release);
-    __atomic_store_n(px->flag, w->number, __ATOMIC_RELEASE);
+    __atomic_store_n(px->flag, w->number + (uint64_t)w->nphases - 1, __ATOMIC_RELEASE);
     atomic_fetch_sub_explicit(&px->pending, 1, memory_order_release);
     free(w);
   }
   return NULL;
+}
+
+int ringo_proxy_phase_await(struct ringo_proxy_task* task, int p) {
+  return wait_marker(task->px, task->mark + (uint64_t)p);
+}
+
+void ringo_proxy_phase_done(struct ringo_proxy_task* task, int p) {
+  __atomic_store_n(task->px->flag, task->number + (uint64_t)p, __ATOMIC_RELEASE);
 }
 
 static ringoResult_t proxy_start(ringoComm_t comm, struct ringo_proxy** out, const struct ringo_stage_ops* ops) {
@@ -122,10 +141,11 @@ static ringoResult_t proxy_start(ringoComm_t comm, struct ringo_proxy** out, con
   return ringoSuccess;
 }
 
-/* Hands w (its number the next one) to the proxy. Only the submitting thread moves issued. */
-static void push(struct ringo_proxy* px, struct proxy_work* w) {
+/* Hands w to the proxy. Only the submitting thread moves issued. */
+static void push(struct ringo_proxy* px, struct ringo_proxy_task* w) {
   pthread_mutex_lock(&px->mu);
-  px->issued = w->number;
+  px->issued = w->number + (uint64_t)w->nphases - 1;
+  px->last_number = w->number;
   if (px->tail) px->tail->next = w;
   else px->head = w;
   px->tail = w;
@@ -134,30 +154,39 @@ static void push(struct ringo_proxy* px, struct proxy_work* w) {
   pthread_mutex_unlock(&px->mu);
 }
 
-ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** pxp, ringo_proxy_fn fn, void* arg,
+ringoResult_t ringo_proxy_mark(ringoComm_t comm, struct ringo_proxy** pxp, const struct ringo_stage_ops* ops) {
+  if (!ops->wait_flag) return ringo_fail(ringoInternalError, "the proxy needs a stream that can wait on a flag");
+  if (!*pxp) RINGO_CHECK(proxy_start(comm, pxp, ops));
+  /* Counted only once on the stream: a marker that failed to enqueue is never waited for. */
+  RINGO_CHECK(ops->host_fn(ops->ctx, mark_reached, *pxp));
+  (*pxp)->marks_issued++;
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** pxp, ringo_proxy_fn fn, void* arg, int nphases,
                                  const struct ringo_stage_ops* ops, int* handed) {
   int ignored;
   if (!handed) handed = &ignored;
   *handed = 0;
-  if (!ops->wait_flag) return ringo_fail(ringoInternalError, "the proxy needs a stream that can wait on a flag");
-  if (!*pxp) RINGO_CHECK(proxy_start(comm, pxp, ops));
   struct ringo_proxy* px = *pxp;
-  struct proxy_work* w = calloc(1, sizeof *w);
+  if (!px || nphases < 1 || px->marks_issued < (uint64_t)nphases)
+    return ringo_fail(ringoInternalError, "rank %d: a proxy work of %d phases without its markers", comm->rank, nphases);
+  struct ringo_proxy_task* w = calloc(1, sizeof *w);
   if (!w) return ringo_fail(ringoSystemError, "out of memory for the proxy's work");
-  ringoResult_t res = ops->host_fn(ops->ctx, mark_reached, px);
-  if (res != ringoSuccess) { /* no marker: nothing is out of step */
-    free(w);
-    return res;
-  }
-  /* The marker is on the stream: the work must follow it, or the markers and the work would be
-   * counted out of step. The stream's wait goes on before the proxy can see the work, so that a
-   * wait that cannot be enqueued cancels it (the stream would not wait for it: it must not run). */
-  *w = (struct proxy_work){NULL, fn, arg, ++px->marks_issued, px->issued + 1, 0};
-  res = ops->wait_flag(ops->ctx, px->flag, w->number);
+  /* The markers are on the stream: the work must follow them, or markers and work would be
+   * counted out of step (markers of a launch that failed before here are passed and skipped).
+   * The stream's wait goes on before the proxy can see the work, so that a wait that cannot be
+   * enqueued cancels it (the stream would not wait for it: it must not run). */
+  *w = (struct ringo_proxy_task){NULL, px, fn, arg, px->marks_issued - (uint64_t)nphases + 1, px->issued + 1, nphases, 0};
+  ringoResult_t res = ops->wait_flag(ops->ctx, px->flag, w->number);
   w->cancelled = res != ringoSuccess;
   push(px, w);
   *handed = 1;
   return res;
+}
+
+ringoResult_t ringo_proxy_wait_phase(struct ringo_proxy* px, int p, const struct ringo_stage_ops* ops) {
+  return ops->wait_flag(ops->ctx, px->flag, px->last_number + (uint64_t)p);
 }
 
 int ringo_proxy_pending(const struct ringo_proxy* px) {

@@ -98,6 +98,12 @@ void ringo_slice_range(size_t chunk_len, size_t slice_elems, size_t round, size_
   *len = start < chunk_len ? (chunk_len - start < slice_elems ? chunk_len - start : slice_elems) : 0;
 }
 
+void ringo_phase_rounds(size_t rounds, int nphases, int p, size_t* first, size_t* end) {
+  const size_t n = nphases > 0 ? (size_t)nphases : 1;
+  *first = rounds * (size_t)p / n;
+  *end = rounds * ((size_t)p + 1) / n;
+}
+
 void ringo_chunk_geometry(enum ringo_coll coll, size_t count, int nranks, const int* ring, int c, size_t* in_off,
                           size_t* out_off, size_t* len) {
   *in_off = *out_off = 0;

@@ -1,6 +1,8 @@
 /* staged.c — device collectives whose ring leaves the host (MPI links): each is enqueued in stream
  * order — sendbuff to pinned host memory, the host ring on the staged copies (on the
  * communicator's proxy thread, proxy.c), the result back to recvbuff — so the caller never waits.
+ * Large collectives are pipelined in phases of the ring's rounds: phase p's input is copied while
+ * the ring runs phase p - 1, its output goes back while the ring runs phase p + 1.
  * Needs comm.h, proxy.h and the host engine (ringo_coll_run_staged); how bytes reach the stream
  * comes from the caller (staged.h).
  * Tested without a GPU by test/test_staged.cc (memcpy on a worker thread stands in for CUDA). */
@@ -26,10 +28,72 @@ void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t typ
   }
 }
 
-/* The proxy's work: the collective on the staged copies. */
-static void run_on_host(void* arg, int run) {
-  if (run) (void)ringo_coll_run_staged(arg); /* an error stays with the communicator */
-  free(arg);
+/* The proxy's work: the collective on the staged copies, its phases tied to the proxy's. */
+struct staged_run {
+  struct ringo_op op;
+  struct ringo_phases phases;
+  struct ringo_proxy_task* task;
+};
+
+static int await_phase(void* ctx, int p) { return ringo_proxy_phase_await(((struct staged_run*)ctx)->task, p); }
+static void phase_done(void* ctx, int p) { ringo_proxy_phase_done(((struct staged_run*)ctx)->task, p); }
+
+static void run_on_host(void* arg, int run, struct ringo_proxy_task* task) {
+  struct staged_run* r = arg;
+  r->task = task;
+  if (run) (void)ringo_coll_run_staged(&r->op); /* an error stays with the communicator */
+  free(r);
+}
+
+/* How the copies follow the ring: phase p of the pipeline is rounds [first, end) of the host ring,
+ * which move elements [first, end) * slice of every chunk (schedule.h). */
+struct pipeline {
+  int nphases;
+  size_t rounds, slice;
+  size_t in_bytes, out_bytes; /* what this rank stages each way (0: nothing) */
+};
+
+/* As many phases as RINGO_STAGED_PHASES allows, each moving at least one round and at least
+ * RINGO_STAGED_PIECE_BYTES of the longest chunk (the first: ringo_chunk_range). */
+static int choose_phases(const struct ringo_op* op, size_t rounds) {
+  const ringoComm_t comm = op->comm;
+  size_t in_off, out_off, len;
+  ringo_chunk_geometry(op->coll, op->count, comm->nranks, comm->ring, 0, &in_off, &out_off, &len);
+  const size_t by_bytes = len * ringo_type_size(op->type) / comm->env.staged_piece_bytes;
+  size_t n = (size_t)comm->env.staged_phases;
+  if (n > rounds) n = rounds;
+  if (n > by_bytes) n = by_bytes;
+  return n > 1 ? (int)n : 1;
+}
+
+/* Enqueues phase p's copies one way: each chunk's part to the staging (input) or from it back to
+ * the caller's buffer (output). Chunks that share their bytes one way (every all-gather chunk
+ * reads the rank's one block; every reduce-scatter chunk's output is the rank's one block, which
+ * only its own chunk writes) are copied once. */
+static ringoResult_t copy_phase(const struct ringo_op* op, const struct ringo_stage* st, const struct pipeline* pl,
+                                int p, int input, const struct ringo_stage_ops* ops) {
+  const ringoComm_t comm = op->comm;
+  if (!(input ? pl->in_bytes : pl->out_bytes)) return ringoSuccess;
+  const size_t esize = ringo_type_size(op->type);
+  const int nchunks = op->coll == RINGO_COLL_BROADCAST || op->coll == RINGO_COLL_REDUCE ? 1 : comm->nranks;
+  size_t first, end;
+  ringo_phase_rounds(pl->rounds, pl->nphases, p, &first, &end);
+  if (pl->nphases == 1) first = 0, end = SIZE_MAX / pl->slice; /* the whole of every chunk */
+  size_t seen[nchunks];
+  for (int c = 0; c < nchunks; c++) {
+    size_t in_off, out_off, len;
+    ringo_chunk_geometry(op->coll, op->count, comm->nranks, comm->ring, c, &in_off, &out_off, &len);
+    seen[c] = input ? in_off : out_off;
+    int dup = 0;
+    for (int k = 0; k < c; k++) dup |= seen[k] == seen[c];
+    const size_t a = first * pl->slice < len ? first * pl->slice : len;
+    const size_t b = end * pl->slice < len ? end * pl->slice : len;
+    if (dup || a == b) continue;
+    const size_t at = (seen[c] + a) * esize, bytes = (b - a) * esize;
+    if (input) RINGO_CHECK(ops->to_host(ops->ctx, (char*)st->in + at, (const char*)op->sendbuff + at, bytes));
+    else RINGO_CHECK(ops->to_device(ops->ctx, (char*)op->recvbuff + at, (const char*)st->out + at, bytes));
+  }
+  return ringoSuccess;
 }
 
 static void free_retired(struct ringo_stage* st, const struct ringo_stage_ops* ops) {
@@ -57,25 +121,38 @@ ringoResult_t ringo_stage_grow(struct ringo_stage* st, void** buf, size_t* cap, 
 }
 
 ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops) {
-  size_t in_bytes = 0, out_bytes = 0;
-  ringo_staged_extent(op->coll, op->count, op->type, op->comm->nranks, op->comm->rank, op->root, &in_bytes, &out_bytes);
-  RINGO_CHECK(ringo_stage_grow(st, &st->in, &st->in_cap, in_bytes, ops));
-  RINGO_CHECK(ringo_stage_grow(st, &st->out, &st->out_cap, out_bytes, ops));
-  struct ringo_op* r = malloc(sizeof *r);
+  struct pipeline pl = {0};
+  ringo_staged_extent(op->coll, op->count, op->type, op->comm->nranks, op->comm->rank, op->root, &pl.in_bytes,
+                      &pl.out_bytes);
+  pl.rounds = ringo_coll_rounds(op, &pl.slice);
+  pl.nphases = choose_phases(op, pl.rounds);
+  RINGO_CHECK(ringo_stage_grow(st, &st->in, &st->in_cap, pl.in_bytes, ops));
+  RINGO_CHECK(ringo_stage_grow(st, &st->out, &st->out_cap, pl.out_bytes, ops));
+  struct staged_run* r = malloc(sizeof *r);
   if (!r) return ringo_fail(ringoSystemError, "out of memory for a staged collective");
-  *r = *op;
-  r->device = 0;
-  r->stream = NULL;
+  r->op = *op;
+  r->op.device = 0;
+  r->op.stream = NULL;
   /* Separate input and output copies: the host ring runs out of place even when the caller's call
-   * is in place, and the copy back then writes the same bytes NCCL's in-place call would. */
-  r->sendbuff = in_bytes ? st->in : NULL;
-  r->recvbuff = out_bytes ? st->out : NULL;
-  ringoResult_t res = in_bytes ? ops->to_host(ops->ctx, st->in, op->sendbuff, in_bytes) : ringoSuccess;
+   * is in place, and the copy back then writes the same bytes NCCL's in-place call would (every
+   * input copy is enqueued before the first copy back). */
+  r->op.sendbuff = pl.in_bytes ? st->in : NULL;
+  r->op.recvbuff = pl.out_bytes ? st->out : NULL;
+  r->phases = (struct ringo_phases){pl.nphases, r, await_phase, phase_done};
+  r->op.phases = pl.nphases > 1 ? &r->phases : NULL; /* one phase: the proxy ends it */
+  ringoResult_t res = ringoSuccess;
+  for (int p = 0; p < pl.nphases && res == ringoSuccess; p++) {
+    res = copy_phase(op, st, &pl, p, 1, ops);
+    if (res == ringoSuccess) res = ringo_proxy_mark(op->comm, &st->proxy, ops);
+  }
   int handed = 0;
-  if (res == ringoSuccess) res = ringo_proxy_submit(op->comm, &st->proxy, run_on_host, r, ops, &handed);
+  if (res == ringoSuccess) res = ringo_proxy_submit(op->comm, &st->proxy, run_on_host, r, pl.nphases, ops, &handed);
   if (!handed) free(r);
-  if (res != ringoSuccess) return res;
-  return out_bytes ? ops->to_device(ops->ctx, op->recvbuff, st->out, out_bytes) : ringoSuccess;
+  for (int p = 0; p < pl.nphases && res == ringoSuccess; p++) {
+    if (p > 0) res = ringo_proxy_wait_phase(st->proxy, p, ops);
+    if (res == ringoSuccess) res = copy_phase(op, st, &pl, p, 0, ops);
+  }
+  return res;
 }
 
 int ringo_staged_pending(const struct ringo_stage* st) { return ringo_proxy_pending(st->proxy); }

@@ -3,6 +3,7 @@
 // Run: make test (or build/test/test_schedule).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -177,4 +178,25 @@ TEST(Schedule, SlicesCoverAChunk) {
   EXPECT_EQ(total, 9u);
   ringo_slice_range(8, 4, 2, &off, &len);  // a shorter chunk has nothing in the last round
   EXPECT_EQ(len, 0u);
+}
+
+// A staged collective's phases (src/staged.c) cut the rounds into consecutive, non-empty runs
+// that cover every round once, as even as can be.
+TEST(Schedule, PhasesCoverTheRoundsInOrder) {
+  for (size_t rounds : {1u, 2u, 7u, 8u, 100u, 1001u}) {
+    for (int n = 1; n <= 9 && (size_t)n <= rounds; n++) {
+      size_t next = 0, smallest = rounds, largest = 0;
+      for (int p = 0; p < n; p++) {
+        size_t first, end;
+        ringo_phase_rounds(rounds, n, p, &first, &end);
+        EXPECT_EQ(first, next) << rounds << " rounds, phase " << p << " of " << n;
+        EXPECT_LT(first, end) << rounds << " rounds, phase " << p << " of " << n << " is empty";
+        smallest = std::min(smallest, end - first);
+        largest = std::max(largest, end - first);
+        next = end;
+      }
+      EXPECT_EQ(next, rounds) << n << " phases";
+      EXPECT_LE(largest - smallest, 1u) << rounds << " rounds in " << n << " phases";
+    }
+  }
 }

@@ -3,7 +3,12 @@
 // (memcpy for the copies, a call for the host function). Run: make test, or build/test/test_staged.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -92,6 +97,199 @@ TEST(StagedErrors, MismatchReachesEveryRankAsAnAsyncError) {
     s.stream.Drain();
     EXPECT_NE(ringoSuccess, AsyncError(comm)) << "rank " << t.ranks[0] << " saw no error";
     EXPECT_NE(ringoSuccess, ringoAllReduce(in.data(), out.data(), 2048, ringoFloat32, ringoSum, comm, nullptr));
+  }, opts);
+}
+
+// Small slots and pieces, so that collectives of a few thousand elements take many rounds and the
+// staging is pipelined in several phases (src/staged.c); restored when the test ends.
+struct ManyPhases {
+  ringo_test::ScopedEnv slice{"RINGO_SLICE_BYTES", "1024"};  // 960 payload bytes: 240 floats a slice
+  ringo_test::ScopedEnv piece{"RINGO_STAGED_PIECE_BYTES", "256"};
+  ringo_test::ScopedEnv phases;
+  explicit ManyPhases(int n) : phases("RINGO_STAGED_PHASES", std::to_string(n)) {}
+};
+
+class StagedPipeline : public testing::TestWithParam<int> {};
+
+// Every collective, in and out of place, with odd counts (uneven chunks, chunks shorter than a
+// phase) and counts a single slice holds, pipelined: the same bytes as the host path.
+TEST_P(StagedPipeline, EveryCollectiveMatchesTheHostPath) {
+  ManyPhases env(5);
+  ringo_test::RunThreads(GetParam(), [](Team& t) {
+    Stager s;
+    const int n = t.nranks, r = t.ranks[0];
+    EveryCollective(t.comms[0], n, r, s, 4000, ringoFloat32, ringoSum);
+    EveryCollective(t.comms[0], n, r, s, 2, ringoInt32, ringoMax);
+    EveryCollective(t.comms[0], n, r, s, 9001, ringoFloat64, ringoAvg);
+    EveryCollective(t.comms[0], n, r, s, 1777, ringoUint8, ringoMin);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(N, StagedPipeline, testing::Values(2, 3, 4));
+
+// Phases change only when this rank's copies happen, never what crosses the links: a staged rank
+// and host-memory ranks share one collective.
+TEST(StagedPipelineMixed, StagedAndHostRanksShareOneCollective) {
+  ManyPhases env(4);
+  ringo_test::RunThreads(3, [](Team& t) {
+    Stager s;
+    ringoComm_t comm = t.comms[0];
+    const int r = t.ranks[0];
+    const size_t count = 5000;
+    for (int c : {RINGO_COLL_ALLREDUCE, RINGO_COLL_REDUCESCATTER, RINGO_COLL_ALLGATHER}) {
+      const auto coll = (ringo_coll)c;
+      const size_t in_elems = coll == RINGO_COLL_REDUCESCATTER ? 3 * count : count;
+      const size_t out_elems = coll == RINGO_COLL_ALLGATHER ? 3 * count : count;
+      std::vector<int32_t> in(in_elems), out(out_elems, -1);
+      for (size_t i = 0; i < in_elems; i++) in[i] = (int32_t)(i % 977) + 10 * r;
+      if (r == 1) {
+        ASSERT_EQ(ringoSuccess, Launch(s, comm, coll, in.data(), out.data(), count, ringoInt32, ringoSum, 0))
+            << ringo_thread_last_error();
+        s.stream.Drain();
+        ASSERT_EQ(ringoSuccess, AsyncError(comm)) << ringoGetLastError(comm);
+      } else {
+        ASSERT_EQ(ringoSuccess, HostCall(comm, coll, in.data(), out.data(), count, ringoInt32, ringoSum, 0))
+            << ringoGetLastError(comm);
+      }
+      for (size_t i = 0; i < out_elems; i++) {
+        // block b of an all-gather is rank b's input; the sums add 0 + 10 + 20 to three copies
+        const size_t b = i / count, k = coll == RINGO_COLL_REDUCESCATTER ? (size_t)r * count + i : i % count;
+        const int32_t want = coll == RINGO_COLL_ALLGATHER ? (int32_t)(k % 977) + 10 * (int32_t)b
+                                                          : 3 * (int32_t)(k % 977) + 30;
+        ASSERT_EQ(want, out[i]) << CollName(coll) << " rank " << r << " element " << i;
+      }
+    }
+  });
+}
+
+// A fake stream that holds every input copy of phase hold_from and later until release_when()
+// (bounded: a copy held 10 s is counted in timed_out and let go), and calls on_output when a copy
+// back to the device runs.
+struct PhaseProbe {
+  FakeStream stream;
+  ringo_stage stage{};
+  int hold_from = 1;
+  std::function<bool()> release_when;
+  std::function<void()> on_output = [] {};
+  int marks = 0, held = 0;         // the launching thread's: markers and held copies enqueued
+  const uint64_t* flag = nullptr;  // the proxy's flag and its value once phase 0 is done, from the
+  uint64_t phase0 = 0;             // stream's first wait (enqueued before the gate opens)
+  std::atomic<int> released{0}, timed_out{0};
+  ringo_stage_ops ops{this, ToHost, ToDevice, HostFn, Alloc, FakeFree, Drain, WaitFlag};
+  ~PhaseProbe() { ringo_staged_free(&stage, &ops); }
+
+  bool Phase0Done() const { return __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= phase0; }
+  static PhaseProbe* Of(void* ctx) { return static_cast<PhaseProbe*>(ctx); }
+  static ringoResult_t ToHost(void* ctx, void* dst, const void* src, size_t bytes) {
+    PhaseProbe* p = Of(ctx);
+    if (p->marks >= p->hold_from) {
+      p->held++;
+      p->stream.Enqueue([p] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!p->release_when()) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            p->timed_out++;
+            return;
+          }
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        p->released++;
+      });
+    }
+    return FakeCopy(&p->stream, dst, src, bytes);
+  }
+  static ringoResult_t ToDevice(void* ctx, void* dst, const void* src, size_t bytes) {
+    PhaseProbe* p = Of(ctx);
+    p->stream.Enqueue([p] { p->on_output(); });
+    return FakeCopy(&p->stream, dst, src, bytes);
+  }
+  static ringoResult_t HostFn(void* ctx, void (*fn)(void*), void* arg) {
+    Of(ctx)->marks++;
+    return FakeHostFn(&Of(ctx)->stream, fn, arg);
+  }
+  static ringoResult_t Alloc(void* ctx, void** ptr, size_t bytes) { return FakeAlloc(&Of(ctx)->stream, ptr, bytes); }
+  static ringoResult_t Drain(void* ctx) { return FakeDrain(&Of(ctx)->stream); }
+  static ringoResult_t WaitFlag(void* ctx, const uint64_t* flag, uint64_t value) {
+    PhaseProbe* p = Of(ctx);
+    if (!p->flag) p->flag = flag, p->phase0 = value;
+    return FakeWaitFlag(&p->stream, flag, value);
+  }
+};
+
+constexpr size_t kFourPhases = 2 * 240 * 8;  // 2 ranks, float32: chunks of 8 slices, 4 phases of 2 rounds
+
+ringoResult_t LaunchProbed(ringoComm_t comm, PhaseProbe& p, const std::vector<float>& in, std::vector<float>& out) {
+  return ringo_staged_launch_call(comm, RINGO_COLL_ALLREDUCE, in.data(), out.data(), in.size(), ringoFloat32, ringoSum,
+                                  0, &p.stage, &p.ops);
+}
+
+// The input side overlaps: the proxy runs the ring's phase 0 while the stream has not yet copied
+// the input of the later phases. Whole-buffer staging would hold those copies for ever (the proxy
+// would wait for the last one): each would time out instead of seeing phase 0 done.
+TEST(StagedPipelineOverlap, RingRunsBeforeTheLastInputIsCopied) {
+  ManyPhases env(4);
+  ringo_test::RunThreads(2, [](Team& t) {
+    PhaseProbe p;
+    p.release_when = [&p] { return p.Phase0Done(); };
+    std::vector<float> in(kFourPhases, (float)(t.ranks[0] + 1)), out(kFourPhases, -1.0f);
+    p.stream.SetGate(false);
+    ASSERT_EQ(ringoSuccess, LaunchProbed(t.comms[0], p, in, out)) << ringo_thread_last_error();
+    EXPECT_EQ(4, p.marks) << "one marker per phase";
+    EXPECT_EQ(6, p.held) << "phases 1-3: one input copy per chunk";
+    p.stream.SetGate(true);
+    p.stream.Drain();
+    EXPECT_EQ(0, p.timed_out.load()) << "a later phase's input was needed before phase 0 could finish";
+    EXPECT_EQ(6, p.released.load());
+    EXPECT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    for (size_t i = 0; i < kFourPhases; i++) ASSERT_EQ(3.0f, out[i]) << "element " << i;
+  });
+}
+
+// The output side overlaps: rank 0 copies phase 0's result back while its ring still runs. Rank 1
+// holds its last phase's input until that copy ran, so rank 0's ring cannot end before it; output
+// that waited for the whole ring would time out.
+TEST(StagedPipelineOverlap, OutputGoesBackBeforeTheRingEnds) {
+  ManyPhases env(4);
+  std::atomic<bool> rank0_output{false};
+  ringo_test::RunThreads(2, [&rank0_output](Team& t) {
+    PhaseProbe p;
+    const int r = t.ranks[0];
+    p.hold_from = r == 1 ? 3 : 99;
+    p.release_when = [&rank0_output] { return rank0_output.load(); };
+    if (r == 0) p.on_output = [&rank0_output] { rank0_output = true; };
+    std::vector<float> in(kFourPhases, (float)(r + 1)), out(kFourPhases, -1.0f);
+    ASSERT_EQ(ringoSuccess, LaunchProbed(t.comms[0], p, in, out)) << ringo_thread_last_error();
+    p.stream.Drain();
+    EXPECT_EQ(0, p.timed_out.load()) << "rank 0's output waited for its whole ring";
+    EXPECT_EQ(r == 1 ? 2 : 0, p.released.load());
+    EXPECT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    for (size_t i = 0; i < kFourPhases; i++) ASSERT_EQ(3.0f, out[i]) << "element " << i;
+  });
+}
+
+// Torn down while the ring waits for a phase's input that the (failed) stream never copies: the
+// collective ends with an error naming the phase; nothing hangs.
+TEST(StagedPipelineOverlap, TeardownWhileTheRingWaitsForAPhase) {
+  ManyPhases env(4);
+  ringo_test::Options opts;
+  opts.ringo_timeout_s = 10;
+  ringo_test::RunThreads(2, [](Team& t) {
+    ringoComm_t comm = t.comms[0];
+    std::vector<float> in(kFourPhases, 1.0f), out(kFourPhases, -1.0f);
+    {
+      PhaseProbe p;
+      std::atomic<bool> release{false};
+      p.release_when = [&release] { return release.load(); };
+      ASSERT_EQ(ringoSuccess, LaunchProbed(comm, p, in, out)) << ringo_thread_last_error();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (ringo_staged_running(&p.stage) == 0 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_EQ(1, ringo_staged_running(&p.stage)) << "the proxy never started phase 0";
+      p.stream.Fail();  // the held copy is running; what follows it never will
+      release = true;
+    }  // ringo_staged_free: the proxy is told to quit while it waits for phase 1's marker
+    EXPECT_NE(ringoSuccess, AsyncError(comm));
+    EXPECT_NE(nullptr, strstr(ringoGetLastError(comm), "before phase 1 of 4")) << ringoGetLastError(comm);
   }, opts);
 }
 

@@ -75,6 +75,20 @@ struct ringoComm {
 /* One call, as the public API received it (already validated): a collective, or one side of a
  * point-to-point message (kind SEND/RECV: peer, sendbuff or recvbuff, count, type). */
 enum ringo_op_kind { RINGO_KIND_COLL = 0, RINGO_KIND_SEND, RINGO_KIND_RECV };
+
+/* A staged collective's pipeline (staged.c): the host ring's rounds cut into n phases
+ * (ringo_phase_rounds). The ring calls await(ctx, p) before the first round of phase p > 0 — its
+ * input must be staged — and done(ctx, p) after the last round of phase p < n - 1 — its output
+ * may go back to the device — so copies overlap the transfer (the last phase ends with the run). 1 <= n <= the rounds (ringo_coll_rounds).
+ * await returns 0 when the input never will be there (the communicator is being aborted or torn
+ * down). */
+struct ringo_phases {
+  int n;
+  void* ctx;
+  int (*await)(void* ctx, int p);
+  void (*done)(void* ctx, int p);
+};
+
 struct ringo_op {
   enum ringo_op_kind kind;
   int peer;
@@ -90,6 +104,7 @@ struct ringo_op {
   int root;
   ringoComm_t comm;
   uint64_t seq; /* set when it runs: the communicator's collective number */
+  const struct ringo_phases* phases; /* host ring of a staged collective only, or NULL */
 };
 
 /* How ranks meet during init: the TCP bootstrap (ringoCommInitRank) or MPI collectives
@@ -136,6 +151,10 @@ ringoResult_t ringo_coll_run(const struct ringo_op* op);
 /* The host ring on op as given (its seq taken at launch), from a staged device collective's host
  * function (staged.c): a failure puts the communicator in error; nothing runs once it is. */
 ringoResult_t ringo_coll_run_staged(const struct ringo_op* op);
+/* The rounds the host ring walks for op (round j moves slice j, of *slice_elems elements, of every
+ * chunk), or 0 when the engine runs op otherwise (one rank, RINGO_ALGO=naive): what a staged
+ * collective may cut into phases. */
+size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice_elems);
 
 /* Point-to-point (p2p.c): the mailbox made at init through rv; then n sends and receives of comm
  * progressed together to completion (one call outside a group, a group's batch at ringoGroupEnd);

@@ -80,6 +80,9 @@ struct ringo_env {
   size_t cuda_slice_bytes; /* RINGO_CUDA_SLICE_BYTES: bytes per device FIFO slot (default 256 KiB) */
   int cuda_gpu_scope;      /* RINGO_CUDA_GPU_SCOPE: 1 syncs the ring kernel's flags at GPU scope when every rank
                               of the ring is on one GPU (an experiment: system scope is the default) */
+  int staged_phases;       /* RINGO_STAGED_PHASES: most phases a staged device collective is pipelined in
+                              (default 8; 1: whole-buffer copies) */
+  size_t staged_piece_bytes; /* RINGO_STAGED_PIECE_BYTES: least bytes of one chunk a phase copies (default 1 MiB) */
 };
 /* Reads the environment now (cheap; called at every communicator init so tests may change it). */
 void ringo_env_read(struct ringo_env* env);

@@ -10,17 +10,37 @@
 extern "C" {
 #endif
 
-/* Work for the proxy: run(arg, 1) once the stream reached it, or run(arg, 0) when the communicator
- * was aborted first (free arg, touch nothing). Either way the proxy then lets the stream go on. */
-typedef void (*ringo_proxy_fn)(void* arg, int run);
+/* The work the proxy is running, as its fn sees it: the phases' markers and flag values. */
+struct ringo_proxy_task;
 
-/* Enqueues on the stream of ops: a marker, then a wait until the proxy (made on first use, into
- * *px) has called fn(arg) — which it does once the stream passed the marker, so fn sees every
- * copy enqueued before. Returns at once. *handed (may be NULL) says whether the proxy took arg:
- * after an error it may have (the stream then perhaps does not wait for it) or not (the caller
- * still owns arg). */
-ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** px, ringo_proxy_fn fn, void* arg,
+/* Work for the proxy: run(arg, 1, task) once the stream passed the work's first marker, or
+ * run(arg, 0, task) when the communicator was aborted first (free arg, touch nothing). Either
+ * way the proxy then lets the stream go on past every phase. */
+typedef void (*ringo_proxy_fn)(void* arg, int run, struct ringo_proxy_task* task);
+
+/* Enqueues a marker on the stream of ops, after the copies enqueued so far: the proxy (made on
+ * first use, into *px) counts the markers the stream passes. Each phase of the next work ends its
+ * input copies with one. */
+ringoResult_t ringo_proxy_mark(ringoComm_t comm, struct ringo_proxy** px, const struct ringo_stage_ops* ops);
+
+/* Hands the proxy fn(arg): a work of nphases phases, whose markers are the last nphases enqueued
+ * by ringo_proxy_mark, in order — and enqueues the stream's wait for phase 0, which ends once fn
+ * calls ringo_proxy_phase_done(task, 0) or returns. Returns at once. *handed (may be NULL) says
+ * whether the proxy took arg: after an error it may have (its phase-0 wait could not be enqueued:
+ * the work is cancelled, fn gets run = 0) or not (the caller still owns arg). */
+ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** px, ringo_proxy_fn fn, void* arg, int nphases,
                                  const struct ringo_stage_ops* ops, int* handed);
+
+/* Enqueues the stream's wait for phase p (1 <= p < nphases) of the work submitted last. If it
+ * cannot be enqueued, the work runs on (it only touches the staging, which lives until the proxy
+ * is freed); the caller puts the communicator in error so that nothing more is enqueued. */
+ringoResult_t ringo_proxy_wait_phase(struct ringo_proxy* px, int p, const struct ringo_stage_ops* ops);
+
+/* From fn, on the proxy thread: waits until the stream passed phase p's marker (1), or the
+ * communicator was aborted or is being torn down first (0). */
+int ringo_proxy_phase_await(struct ringo_proxy_task* task, int p);
+/* From fn: phase p's output is in place; the stream's wait for it ends. */
+void ringo_proxy_phase_done(struct ringo_proxy_task* task, int p);
 
 /* Work submitted and not finished yet (host work on the communicator must wait for it). */
 int ringo_proxy_pending(const struct ringo_proxy* px);

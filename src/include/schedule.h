@@ -68,6 +68,10 @@ void ringo_chunk_geometry(enum ringo_coll coll, size_t count, int nranks, const 
 size_t ringo_num_rounds(size_t max_len, size_t slice_elems);
 void ringo_slice_range(size_t chunk_len, size_t slice_elems, size_t round, size_t* off, size_t* len);
 
+/* Phases of a pipeline over the rounds (a staged collective's, staged.c): rounds [first, end) of
+ * nphases as even as can be, none empty when nphases <= rounds. */
+void ringo_phase_rounds(size_t rounds, int nphases, int p, size_t* first, size_t* end);
+
 /* The seed's step formulas, exposed for tools and tests. */
 int ringo_mod(int a, int n);
 int ringo_rs_send_chunk(int nranks, int pos, int step);
