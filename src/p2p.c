@@ -389,7 +389,10 @@ static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
                      "memory runs on the calling thread: pass NULL", name);
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   /* An empty message moves nothing at either end (the engine skips it too): queueing it would
-   * only make a group wait, e.g. for the communicator's device work before a host batch. */
+   * only make a group wait, e.g. for the communicator's device work before a host batch. A
+   * communicator in error still says so, as a collective of count 0 does. */
+  if (op.count == 0 && atomic_load(&comm->error) != ringoSuccess)
+    return ringo_comm_record(comm, ringo_comm_check_usable(comm, name));
   if (op.count == 0) return ringoSuccess;
   if (ringo_group_enqueue(&op, &res)) return ringo_comm_record(comm, res);
   /* Caught before anything moves, so the communicator stays usable. */

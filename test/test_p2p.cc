@@ -538,6 +538,11 @@ void ExpectReceiverInError(ringoComm_t comm, int peer) {
   std::vector<int32_t> buf(4, 0);
   EXPECT_EQ(ringoRecv(buf.data(), 4, ringoInt32, peer, comm, nullptr), ringoInvalidUsage)
       << "a communicator in error must refuse p2p: " << ringoGetLastError(comm);
+  EXPECT_EQ(ringoSend(nullptr, 0, ringoInt32, peer, comm, nullptr), ringoInvalidUsage)
+      << "an empty message moves nothing, but the error must still be reported, as for a collective of count 0: "
+      << ringoGetLastError(comm);
+  EXPECT_EQ(ringoAllReduce(nullptr, nullptr, 0, ringoInt32, ringoSum, comm, nullptr), ringoInvalidUsage)
+      << ringoGetLastError(comm);
   EXPECT_EQ(ringoAllReduce(buf.data(), buf.data(), 4, ringoInt32, ringoSum, comm, nullptr), ringoInvalidUsage)
       << "a communicator in error must refuse collectives: " << ringoGetLastError(comm);
   ringoResult_t async = ringoSuccess;
