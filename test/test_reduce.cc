@@ -668,6 +668,24 @@ TEST(ReduceValues, AvgTruncatesTowardZero) {
   EXPECT_EQ(reduce1<int64_t>(ringoInt64, ringoAvg, INT64_MIN, -1, 2), INT64_MAX / 2);
   EXPECT_EQ(reduce1<int64_t>(ringoInt64, ringoAvg, -9, 0, 4), -2);
   EXPECT_EQ(reduce1<uint64_t>(ringoUint64, ringoAvg, ~0ull, 0, 3), 0x5555555555555555ull);
+}
+
+// 8- and 32-bit avg divides in double (src/reduce.c): exact for every divisor. Quotients just
+// below an integer, and large divisors, are where a rounded division would go wrong.
+TEST(ReduceValues, AvgInDoubleEqualsIntegerDivision) {
+  for (int d : {3, 7, 65535, (1 << 21) - 1, 1 << 21, (1 << 21) + 1, INT32_MAX}) {
+    for (int64_t s : {(int64_t)INT32_MAX, (int64_t)INT32_MIN, (int64_t)INT32_MAX - 1, (int64_t)d * 1000 - 1,
+                      -(int64_t)d * 1000 + 1, (int64_t)d - 1, -(int64_t)d + 1, (int64_t)d, (int64_t)d * 2047 - 1}) {
+      if (s < INT32_MIN || s > INT32_MAX) continue;
+      const int32_t a = (int32_t)(s / 2), b = (int32_t)(s - s / 2);
+      EXPECT_EQ(reduce1<int32_t>(ringoInt32, ringoAvg, a, b, d), (int32_t)(s / d)) << s << " / " << d;
+      const uint32_t ua = (uint32_t)a, ub = (uint32_t)b, us = ua + ub;
+      EXPECT_EQ(reduce1<uint32_t>(ringoUint32, ringoAvg, ua, ub, d), us / (uint32_t)d) << us << " / " << d;
+    }
+    EXPECT_EQ(reduce1<uint32_t>(ringoUint32, ringoAvg, UINT32_MAX, 0, d), UINT32_MAX / (uint32_t)d) << d;
+    EXPECT_EQ(reduce1<int8_t>(ringoInt8, ringoAvg, -128, 0, d), (int8_t)(-128 / d)) << d;
+    EXPECT_EQ(reduce1<uint8_t>(ringoUint8, ringoAvg, 255, 0, d), (uint8_t)(255 / d)) << d;
+  }
   EXPECT_EQ(reduce1<float>(ringoFloat32, ringoAvg, 1.0f, 2.0f, 2), 1.5f);
   EXPECT_EQ(reduce1<double>(ringoFloat64, ringoAvg, -1.0, -2.0, 4), -0.75);
   // The sum of two largest halves overflows float16 but not the float it is computed in.
