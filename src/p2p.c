@@ -21,7 +21,7 @@ struct p2p_header {
 #define P2P_MAGIC 0x50325031u /* "P2P1" */
 _Static_assert(sizeof(struct p2p_header) <= P2P_HEADER, "p2p header too large");
 
-#define P2P_YIELDS 16       /* idle passes that yield before the engine starts napping */
+#define P2P_YIELDS 16       /* idle passes that yield at least, before the engine may nap */
 #define P2P_NAP_NS 20000L   /* a nap: short next to a slice's transfer, long next to a poll */
 #define P2P_LIVENESS_S 0.1  /* how often a sender waiting for a receiver's link asks if it exists */
 
@@ -275,7 +275,10 @@ static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t 
 }
 
 /* Round-robin over the unfinished tasks, moving every slice whose link is ready; when a whole
- * pass moves nothing, yield, then nap — bounded by RINGO_TIMEOUT without progress. */
+ * pass moves nothing, yield for RINGO_YIELD_US (and P2P_YIELDS passes) as the shm waits do, then
+ * nap — bounded by RINGO_TIMEOUT without progress. A peer that is late or slow to free a slot is
+ * usually back within the yields: napping after 16 quick passes cost a 2 MiB group exchange,
+ * whose peer came 50 us late, 6x its time (every stall mid-transfer slept a timer slice). */
 static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n) {
   size_t left = 0;
   for (size_t i = 0; i < n; i++) left += !tasks[i].finished;
@@ -304,7 +307,8 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n) {
     if (idle++ == 0) stall_start = now;
     if (atomic_load_explicit(&comm->abort_flag, memory_order_relaxed)) return stalled(comm, tasks, n, 1);
     if (now - stall_start > comm->env.timeout_s) return stalled(comm, tasks, n, 0);
-    if (idle >= P2P_YIELDS || !ringo_yield()) nanosleep(&nap, NULL);
+    const int yielding = idle < P2P_YIELDS || now - stall_start < comm->env.yield_us * 1e-6;
+    if (!yielding || !ringo_yield()) nanosleep(&nap, NULL);
   }
   return ringoSuccess;
 }
