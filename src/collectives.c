@@ -240,8 +240,9 @@ static ringoResult_t phase_begin(const struct ringo_op* op, size_t rounds, int p
   size_t first;
   ringo_phase_rounds(rounds, op->phases->n, p, &first, end);
   if (p > 0 && !op->phases->await(op->phases->ctx, p))
-    return ringo_fail(ringoInvalidUsage, "rank %d: the communicator was aborted or torn down before phase %d of %d "
-                      "of a staged collective reached host memory", op->comm->rank, p, op->phases->n);
+    return ringo_fail(ringoInvalidUsage, "rank %d: phase %d of %d of a staged collective never reached host memory "
+                      "(its stream failed, or the communicator was aborted, torn down or in error first)",
+                      op->comm->rank, p, op->phases->n);
   return ringoSuccess;
 }
 

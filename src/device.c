@@ -263,14 +263,16 @@ static int host_runs_pending(const struct ringo_device* d) { return ringo_staged
 /* Waits until ringo's stream is idle. The deadline is RINGO_TIMEOUT without progress: staged host
  * runs finishing count as progress (a long collective is not stuck), a caller's event that never
  * completes does not. 1: idle (or an error: nothing runs any more); 0: gave up. */
-static int stream_idle(const struct ringo_device* d) {
+static int stream_idle(struct ringo_device* d) {
   const struct timespec nap = {0, DEV_FREE_POLL_NS};
   int pending = host_runs_pending(d);
   double deadline = ringo_now() + d->timeout_s;
   for (;;) {
     const cudaError_t err = cudaStreamQuery(d->stream);
     /* The proxy moves its flag just before it counts the work done. A failed stream reaches no
-     * more markers, but work already past its marker still runs in the host engine. */
+     * more markers, but work already past its marker still runs in the host engine — up to its
+     * next phase, which the proxy is told not to wait for. */
+    if (err != cudaErrorNotReady && err != cudaSuccess) ringo_staged_stream_failed(&d->stage);
     if (err != cudaErrorNotReady &&
         (err == cudaSuccess ? host_runs_pending(d) == 0 : ringo_staged_running(&d->stage) == 0)) {
       (void)cudaGetLastError();

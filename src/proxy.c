@@ -47,7 +47,8 @@ struct ringo_proxy {
   pthread_cond_t cv;
   struct ringo_proxy_task *head, *tail; /* under mu */
   int stop;                             /* under mu */
-  atomic_int quit;                      /* teardown: work the stream has not reached is skipped */
+  atomic_int quit;                      /* teardown, or a failed stream: work (or a phase) the stream has
+                                           not reached is skipped */
   atomic_uint_fast64_t marks;           /* markers the stream passed */
   uint64_t marks_issued, issued;        /* the submitting thread's: markers enqueued, flag values handed out */
   uint64_t last_number;                 /* the submitting thread's: the flag value of the last work's phase 0 */
@@ -61,12 +62,14 @@ static void mark_reached(void* arg) {
   atomic_fetch_add_explicit(&px->marks, 1, memory_order_release);
 }
 
-/* 1 once the stream passed marker `mark`; 0 when the communicator was aborted, or is being torn
- * down, first (a stream that failed never gets there). */
+/* 1 once the stream passed marker `mark`; 0 when the communicator was aborted, is in error, or is
+ * being torn down, or the stream failed, first (a failed stream never gets there; a communicator in
+ * error runs nothing more). */
 static int wait_marker(struct ringo_proxy* px, uint64_t mark) {
   long nap = 1000;
   for (int spin = 0; atomic_load_explicit(&px->marks, memory_order_acquire) < mark; spin++) {
     if (atomic_load_explicit(&px->comm->abort_flag, memory_order_relaxed) ||
+        atomic_load_explicit(&px->comm->error, memory_order_relaxed) != ringoSuccess ||
         atomic_load_explicit(&px->quit, memory_order_relaxed))
       return 0;
     if (spin < 64) {
@@ -195,6 +198,10 @@ int ringo_proxy_pending(const struct ringo_proxy* px) {
 
 int ringo_proxy_running(const struct ringo_proxy* px) {
   return px ? atomic_load_explicit(&px->running, memory_order_acquire) : 0;
+}
+
+void ringo_proxy_stream_failed(struct ringo_proxy* px) {
+  if (px) atomic_store(&px->quit, 1);
 }
 
 void ringo_proxy_free(struct ringo_proxy* px, const struct ringo_stage_ops* ops) {

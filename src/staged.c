@@ -67,29 +67,25 @@ static int choose_phases(const struct ringo_op* op, size_t rounds) {
 }
 
 /* Enqueues phase p's copies one way: each chunk's part to the staging (input) or from it back to
- * the caller's buffer (output). Chunks that share their bytes one way (every all-gather chunk
- * reads the rank's one block; every reduce-scatter chunk's output is the rank's one block, which
- * only its own chunk writes) are copied once. */
+ * the caller's buffer (output). Where every chunk has the same bytes one way (an all-gather reads
+ * only the rank's block, a reduce-scatter writes only the rank's block) they are copied once. */
 static ringoResult_t copy_phase(const struct ringo_op* op, const struct ringo_stage* st, const struct pipeline* pl,
                                 int p, int input, const struct ringo_stage_ops* ops) {
   const ringoComm_t comm = op->comm;
   if (!(input ? pl->in_bytes : pl->out_bytes)) return ringoSuccess;
   const size_t esize = ringo_type_size(op->type);
-  const int nchunks = op->coll == RINGO_COLL_BROADCAST || op->coll == RINGO_COLL_REDUCE ? 1 : comm->nranks;
+  const enum ringo_coll shared = input ? RINGO_COLL_ALLGATHER : RINGO_COLL_REDUCESCATTER;
+  const int one_chunk = op->coll == shared || op->coll == RINGO_COLL_BROADCAST || op->coll == RINGO_COLL_REDUCE;
   size_t first, end;
   ringo_phase_rounds(pl->rounds, pl->nphases, p, &first, &end);
   if (pl->nphases == 1) first = 0, end = SIZE_MAX / pl->slice; /* the whole of every chunk */
-  size_t seen[nchunks];
-  for (int c = 0; c < nchunks; c++) {
+  for (int c = 0; c < (one_chunk ? 1 : comm->nranks); c++) {
     size_t in_off, out_off, len;
     ringo_chunk_geometry(op->coll, op->count, comm->nranks, comm->ring, c, &in_off, &out_off, &len);
-    seen[c] = input ? in_off : out_off;
-    int dup = 0;
-    for (int k = 0; k < c; k++) dup |= seen[k] == seen[c];
     const size_t a = first * pl->slice < len ? first * pl->slice : len;
     const size_t b = end * pl->slice < len ? end * pl->slice : len;
-    if (dup || a == b) continue;
-    const size_t at = (seen[c] + a) * esize, bytes = (b - a) * esize;
+    if (a == b) continue;
+    const size_t at = ((input ? in_off : out_off) + a) * esize, bytes = (b - a) * esize;
     if (input) RINGO_CHECK(ops->to_host(ops->ctx, (char*)st->in + at, (const char*)op->sendbuff + at, bytes));
     else RINGO_CHECK(ops->to_device(ops->ctx, (char*)op->recvbuff + at, (const char*)st->out + at, bytes));
   }
@@ -157,6 +153,7 @@ ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage*
 
 int ringo_staged_pending(const struct ringo_stage* st) { return ringo_proxy_pending(st->proxy); }
 int ringo_staged_running(const struct ringo_stage* st) { return ringo_proxy_running(st->proxy); }
+void ringo_staged_stream_failed(struct ringo_stage* st) { ringo_proxy_stream_failed(st->proxy); }
 
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops) {
   if (ringo_staged_pending(st) > 0) (void)ops->drain(ops->ctx);

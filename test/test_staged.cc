@@ -169,12 +169,14 @@ struct PhaseProbe {
   FakeStream stream;
   ringo_stage stage{};
   int hold_from = 1;
+  int fail_mark = -1;  // the marker (counted from 0) whose enqueue fails, once
   std::function<bool()> release_when;
   std::function<void()> on_output = [] {};
   int marks = 0, held = 0;         // the launching thread's: markers and held copies enqueued
   const uint64_t* flag = nullptr;  // the proxy's flag and its value once phase 0 is done, from the
   uint64_t phase0 = 0;             // stream's first wait (enqueued before the gate opens)
   std::atomic<int> released{0}, timed_out{0};
+  std::vector<int> running_at_output;  // the stream's: ringo_staged_running as each copy back ran
   ringo_stage_ops ops{this, ToHost, ToDevice, HostFn, Alloc, FakeFree, Drain, WaitFlag};
   ~PhaseProbe() { ringo_staged_free(&stage, &ops); }
 
@@ -200,10 +202,17 @@ struct PhaseProbe {
   }
   static ringoResult_t ToDevice(void* ctx, void* dst, const void* src, size_t bytes) {
     PhaseProbe* p = Of(ctx);
-    p->stream.Enqueue([p] { p->on_output(); });
+    p->stream.Enqueue([p] {
+      p->running_at_output.push_back(ringo_staged_running(&p->stage));
+      p->on_output();
+    });
     return FakeCopy(&p->stream, dst, src, bytes);
   }
   static ringoResult_t HostFn(void* ctx, void (*fn)(void*), void* arg) {
+    if (Of(ctx)->marks == Of(ctx)->fail_mark) {
+      Of(ctx)->fail_mark = -1;
+      return ringoSystemError;
+    }
     Of(ctx)->marks++;
     return FakeHostFn(&Of(ctx)->stream, fn, arg);
   }
@@ -240,6 +249,8 @@ TEST(StagedPipelineOverlap, RingRunsBeforeTheLastInputIsCopied) {
     p.stream.Drain();
     EXPECT_EQ(0, p.timed_out.load()) << "a later phase's input was needed before phase 0 could finish";
     EXPECT_EQ(6, p.released.load());
+    ASSERT_EQ(8u, p.running_at_output.size()) << "phases 0-3: one output copy per chunk";
+    EXPECT_EQ(0, p.running_at_output.back()) << "the last phase went back before the ring (and its flush) ended";
     EXPECT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
     for (size_t i = 0; i < kFourPhases; i++) ASSERT_EQ(3.0f, out[i]) << "element " << i;
   });
@@ -267,13 +278,15 @@ TEST(StagedPipelineOverlap, OutputGoesBackBeforeTheRingEnds) {
   });
 }
 
-// Torn down while the ring waits for a phase's input that the (failed) stream never copies: the
-// collective ends with an error naming the phase; nothing hangs.
-TEST(StagedPipelineOverlap, TeardownWhileTheRingWaitsForAPhase) {
+// The ring waits for phase 1's input, which a stream that failed never copies: then either the
+// stream's failure is reported to the proxy (what ringo's device teardown does when
+// cudaStreamQuery returns an error) or the staging is torn down. Either way the collective ends
+// with an error naming the phase and nothing hangs.
+void StuckBetweenPhases(bool report_stream_failure) {
   ManyPhases env(4);
   ringo_test::Options opts;
   opts.ringo_timeout_s = 10;
-  ringo_test::RunThreads(2, [](Team& t) {
+  ringo_test::RunThreads(2, [report_stream_failure](Team& t) {
     ringoComm_t comm = t.comms[0];
     std::vector<float> in(kFourPhases, 1.0f), out(kFourPhases, -1.0f);
     {
@@ -281,16 +294,45 @@ TEST(StagedPipelineOverlap, TeardownWhileTheRingWaitsForAPhase) {
       std::atomic<bool> release{false};
       p.release_when = [&release] { return release.load(); };
       ASSERT_EQ(ringoSuccess, LaunchProbed(comm, p, in, out)) << ringo_thread_last_error();
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (ringo_staged_running(&p.stage) == 0 && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      ASSERT_EQ(1, ringo_staged_running(&p.stage)) << "the proxy never started phase 0";
+      auto within = [](std::chrono::seconds bound, const std::function<bool()>& done) {
+        const auto deadline = std::chrono::steady_clock::now() + bound;
+        while (!done() && std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return done();
+      };
+      ASSERT_TRUE(within(std::chrono::seconds(10), [&p] { return ringo_staged_running(&p.stage) == 1; }))
+          << "the proxy never started phase 0";
       p.stream.Fail();  // the held copy is running; what follows it never will
       release = true;
-    }  // ringo_staged_free: the proxy is told to quit while it waits for phase 1's marker
+      if (report_stream_failure) {
+        ringo_staged_stream_failed(&p.stage);
+        EXPECT_TRUE(within(std::chrono::seconds(5), [&p] { return ringo_staged_pending(&p.stage) == 0; }))
+            << "the proxy still waits for a marker of a stream that failed";
+      }
+    }  // ringo_staged_free: the proxy is told to quit (if it still waits)
     EXPECT_NE(ringoSuccess, AsyncError(comm));
-    EXPECT_NE(nullptr, strstr(ringoGetLastError(comm), "before phase 1 of 4")) << ringoGetLastError(comm);
+    EXPECT_NE(nullptr, strstr(ringoGetLastError(comm), "phase 1 of 4")) << ringoGetLastError(comm);
   }, opts);
+}
+
+TEST(StagedPipelineOverlap, TeardownWhileTheRingWaitsForAPhase) { StuckBetweenPhases(false); }
+TEST(StagedPipelineOverlap, StreamFailureReleasesTheRingWaitingForAPhase) { StuckBetweenPhases(true); }
+
+// A marker that cannot be enqueued fails its launch before the proxy hears of it; the markers that
+// did go on the stream are counted, so the next launch's phases still wait for their own.
+TEST(StagedPipelineOverlap, AFailedMarkerLeavesTheNextLaunchInStep) {
+  ManyPhases env(4);
+  ringo_test::RunThreads(2, [](Team& t) {
+    PhaseProbe p;
+    p.hold_from = 99;
+    p.fail_mark = 1;
+    std::vector<float> in(kFourPhases, (float)(t.ranks[0] + 1)), out(kFourPhases, -1.0f);
+    EXPECT_EQ(ringoSystemError, LaunchProbed(t.comms[0], p, in, out));
+    ASSERT_EQ(ringoSuccess, LaunchProbed(t.comms[0], p, in, out)) << ringo_thread_last_error();
+    ASSERT_TRUE(p.stream.WaitFor(p.stream.enqueued(), std::chrono::seconds(20))) << "the proxy lost count of markers";
+    EXPECT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    for (size_t i = 0; i < kFourPhases; i++) ASSERT_EQ(3.0f, out[i]) << "element " << i;
+  });
 }
 
 TEST(StagedExtent, BytesEachRankStages) {

@@ -48,6 +48,12 @@ int ringo_proxy_pending(const struct ringo_proxy* px);
  * pending work will never run, but this must still finish before host work may start). */
 int ringo_proxy_running(const struct ringo_proxy* px);
 
+/* The stream failed (a sticky CUDA error): it passes no more markers, so work past its first
+ * marker that waits for a later phase's gives up (the collective fails, the communicator goes in
+ * error) and later work is skipped. Without this, a work stuck between phases would keep
+ * ringo_proxy_running above 0 and teardown, which waits for it, would never get there. */
+void ringo_proxy_stream_failed(struct ringo_proxy* px);
+
 /* Stops the thread and frees px (NULL is fine): work the stream has not reached is skipped (a
  * failed stream never will), work running is waited for. Call it before the links close. */
 void ringo_proxy_free(struct ringo_proxy* px, const struct ringo_stage_ops* ops);

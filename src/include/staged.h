@@ -69,6 +69,9 @@ int ringo_staged_pending(const struct ringo_stage* st);
 /* ... of which running now (proxy.h). */
 int ringo_staged_running(const struct ringo_stage* st);
 
+/* The stream of st failed: its proxy waits for no more markers (proxy.h). */
+void ringo_staged_stream_failed(struct ringo_stage* st);
+
 /* Waits for every host run of st, then stops its proxy and frees its buffers. */
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops);
 
