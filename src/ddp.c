@@ -1,7 +1,8 @@
 /* ddp.c — the DDP layer: gradient buckets, ready marks, bucket all-reduces on a communication
  * thread overlapping backward, weighted averaging. A layer ON the public API: includes only ringo.h,
- * ringo_ddp.h, libc, pthreads and ddp_device.h (its own CUDA-free vtable for device memory; no
- * src/include). Tested by test/test_ddp.cc and test/test_ddp_device.cc; used by bench/ddp_train.c.
+ * ringo_ddp.h, libc, pthreads and ddp_device.h (its own CUDA-free vtable for device memory, and the
+ * host pre-scale of ddp_scale.c; no src/include). Tested by test/test_ddp.cc and
+ * test/test_ddp_device.cc; used by bench/ddp_train.c.
  *
  *   caller thread (backward)                 communication thread
  *   MarkReady(p) ... bucket k complete  -->  launched = k+1 --> scale by w_r, all-reduce (sum), unpack
@@ -14,7 +15,6 @@
  * wait for the side stream (an event) and returns. The host never waits for the GPU.
  */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -116,101 +116,6 @@ static const char* type_name(int t) {
 }
 
 static const char* mem_name(int m) { return m == ringoMemDevice ? "device" : "host"; }
-
-/* ---- pre-scaling: dst[i] = w * src[i] in the gradient's own dtype (dst may be src) ----
- * float16 and bfloat16 go through float with round-to-nearest-even, written here because a
- * public-API layer cannot use the library's internal element-wise header. */
-
-static float half_to_float(uint16_t h) {
-  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
-  else if (exp != 0) bits = sign | ((exp + 112u) << 23) | (man << 13);
-  else if (man == 0) bits = sign;
-  else { /* subnormal: man * 2^-24 is exact in float */
-    const float v = (float)man * (1.0f / 16777216.0f);
-    memcpy(&bits, &v, 4);
-    bits |= sign;
-  }
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-static uint16_t float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  const uint32_t mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u) return sign | 0x7e00u; /* NaN */
-  if (mag >= 0x477ff000u) return sign | 0x7c00u; /* rounds to infinity */
-  if (mag < 0x38800000u) { /* below 2^-14: a subnormal half, in units of 2^-24, rounded to even */
-    float a;
-    memcpy(&a, &mag, 4);
-    return sign | (uint16_t)nearbyintf(a * 16777216.0f);
-  }
-  uint32_t h = ((mag >> 23) - 112u) << 10 | ((mag & 0x7fffffu) >> 13);
-  const uint32_t rest = mag & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++; /* a carry into the exponent is right */
-  return (uint16_t)(sign | h);
-}
-
-static float bf16_to_float(uint16_t b) {
-  const uint32_t bits = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-
-static uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-static void scale_copy(void* dst, const void* src, size_t n, ringoDataType_t t, double w) {
-  if (n == 0) return;
-  if (w == 1.0) {
-    if (dst != src) memmove(dst, src, n * float_size(t));
-    return;
-  }
-  if (w == 0.0) { /* an empty shard: its (possibly 0/0) gradient contributes nothing */
-    memset(dst, 0, n * float_size(t));
-    return;
-  }
-  size_t i;
-  switch (t) {
-    case ringoFloat32: {
-      const float* s = src;
-      float* o = dst;
-      for (i = 0; i < n; i++) o[i] = (float)((double)s[i] * w); /* one correctly rounded product */
-      break;
-    }
-    case ringoFloat64: {
-      const double* s = src;
-      double* o = dst;
-      for (i = 0; i < n; i++) o[i] = s[i] * w;
-      break;
-    }
-    case ringoFloat16: {
-      const uint16_t* s = src;
-      uint16_t* o = dst;
-      for (i = 0; i < n; i++) o[i] = float_to_half((float)((double)half_to_float(s[i]) * w));
-      break;
-    }
-    default: {
-      const uint16_t* s = src;
-      uint16_t* o = dst;
-      for (i = 0; i < n; i++) o[i] = float_to_bf16((float)((double)bf16_to_float(s[i]) * w));
-      break;
-    }
-  }
-}
-
-void ringo_ddp_host_scale(void* dst, const void* src, size_t count, ringoDataType_t type, double w) {
-  scale_copy(dst, src, count, type, w);
-}
 
 /* ---- host memory check ----
  * A device pointer registered as host memory must be an error, not a crash in the communication
@@ -335,11 +240,11 @@ static ringoResult_t run_host_bucket(struct ringoDdp* d, const struct ddp_bucket
   const size_t esize = float_size(b->type);
   char* buf = b->inplace ? b->inplace : d->staging;
   size_t off = 0;
-  if (b->inplace) scale_copy(buf, buf, b->count, b->type, d->weight);
+  if (b->inplace) ringo_ddp_host_scale(buf, buf, b->count, b->type, d->weight);
   else
     for (int k = 0; k < b->n; k++) {
       const struct ddp_param* p = &d->params[d->order[b->first + k]];
-      scale_copy(buf + off, p->grad, p->count, p->type, d->weight);
+      ringo_ddp_host_scale(buf + off, p->grad, p->count, p->type, d->weight);
       off += p->count * esize;
     }
   const ringoResult_t res = ringoAllReduce(buf, buf, b->count, b->type, ringoSum, d->comm, NULL);

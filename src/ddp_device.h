@@ -72,8 +72,8 @@ void ringo_ddp_scale_emulate(void* dst, const void* src, size_t count, ringoData
  * @return ringoSuccess; ringoInvalidArgument (NULL ddp or ops); ringoInvalidUsage (too late). */
 ringoResult_t ringo_ddp_set_device_ops(ringoDdp_t ddp, const struct ringo_ddp_device_ops* ops);
 
-/* Testing hook: ddp.c's host pre-scale (dst = w * src, dst may be src), the reference the kernel
- * must equal bit for bit. */
+/* The host pre-scale (ddp_scale.c: dst = w * src, dst may be src) of host buckets, and the
+ * reference the kernel must equal bit for bit. */
 void ringo_ddp_host_scale(void* dst, const void* src, size_t count, ringoDataType_t type, double w);
 
 #ifdef __cplusplus
