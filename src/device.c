@@ -270,11 +270,10 @@ static int stream_idle(struct ringo_device* d) {
   for (;;) {
     const cudaError_t err = cudaStreamQuery(d->stream);
     /* The proxy moves its flag just before it counts the work done. A failed stream reaches no
-     * more markers, but work already past its marker still runs in the host engine — up to its
-     * next phase, which the proxy is told not to wait for. */
+     * more markers: the proxy is told, so it skips the work still queued and gives up the one it
+     * runs at its next phase; once that is all done, no host work of it can touch the links. */
     if (err != cudaErrorNotReady && err != cudaSuccess) ringo_staged_stream_failed(&d->stage);
-    if (err != cudaErrorNotReady &&
-        (err == cudaSuccess ? host_runs_pending(d) == 0 : ringo_staged_running(&d->stage) == 0)) {
+    if (err != cudaErrorNotReady && host_runs_pending(d) == 0) {
       (void)cudaGetLastError();
       return 1;
     }

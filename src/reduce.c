@@ -114,7 +114,13 @@ static inline uint32_t load32(const char* p) {
  * sum (N = 2, 4-64 MiB). The wrapped sum s (|s| < 2^32) and the divisor d are exact in double.
  * When s / d is not an integer, every integer is at least 1/d away from it, and fl(s / d) is
  * within |s / d| * 2^-53 < 1/d of it: truncating fl(s / d) gives C's quotient, bit for bit
- * (test_reduce compares with ringo_ew_avg_<type>, divisors up to INT32_MAX). */
+ * (test_reduce compares with ringo_ew_avg_<type>, divisors up to INT32_MAX, at every ISA level).
+ * The quotient goes back through AVG_VIA_<type>: int32_t where it always fits (int8, uint8, int32), which AVX2
+ * converts in vectors; uint32's needs int64_t, which only AVX-512 converts in vectors. */
+#define AVG_VIA_i8 int32_t
+#define AVG_VIA_u8 int32_t
+#define AVG_VIA_i32 int32_t
+#define AVG_VIA_u32 int64_t
 #define LOOP_AVG_DOUBLE(isa, attr, op, sfx, T)                                                 \
   static attr void reduce_avg_##sfx##_##isa(void* dst, const void* a, const void* b, size_t n,  \
                                             int divisor) {                                     \
@@ -122,7 +128,8 @@ static inline uint32_t load32(const char* p) {
     const T* x = (const T*)a;                                                                  \
     const T* y = (const T*)b;                                                                  \
     const double dd = (double)divisor;                                                         \
-    for (size_t i = 0; i < n; i++) d[i] = (T)(int64_t)((double)ringo_ew_sum_##sfx(x[i], y[i]) / dd); \
+    for (size_t i = 0; i < n; i++)                                                             \
+      d[i] = (T)(AVG_VIA_##sfx)((double)ringo_ew_sum_##sfx(x[i], y[i]) / dd);                  \
   }
 
 /* Which loop each dtype uses. */

@@ -199,6 +199,9 @@ TEST(DeviceP2pErrors, MismatchBecomesAnAsyncErrorAndTheStreamGoesOn) {
     EXPECT_NE(nullptr, strstr(ringoGetLastError(t.comms[0]), "mismatch")) << ringoGetLastError(t.comms[0]);
     EXPECT_LT(s, 3.0) << "found by the message header, not by a timeout";
     EXPECT_EQ(ringoInvalidUsage, ringoAllReduce(out.data(), in.data(), 10, ringoFloat32, ringoSum, t.comms[0], nullptr));
+    // Neither rank destroys its communicator (unlinking its send link) before the other has read
+    // the mismatch from it: a peer that found the link gone would report that instead.
+    EXPECT_TRUE(t.shared->Barrier());
   }, opts);
 }
 

@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 extern "C" {
@@ -672,19 +673,40 @@ TEST(ReduceValues, AvgTruncatesTowardZero) {
 
 // 8- and 32-bit avg divides in double (src/reduce.c): exact for every divisor. Quotients just
 // below an integer, and large divisors, are where a rounded division would go wrong.
-TEST(ReduceValues, AvgInDoubleEqualsIntegerDivision) {
-  for (int d : {3, 7, 65535, (1 << 21) - 1, 1 << 21, (1 << 21) + 1, INT32_MAX}) {
-    for (int64_t s : {(int64_t)INT32_MAX, (int64_t)INT32_MIN, (int64_t)INT32_MAX - 1, (int64_t)d * 1000 - 1,
-                      -(int64_t)d * 1000 + 1, (int64_t)d - 1, -(int64_t)d + 1, (int64_t)d, (int64_t)d * 2047 - 1}) {
-      if (s < INT32_MIN || s > INT32_MAX) continue;
-      const int32_t a = (int32_t)(s / 2), b = (int32_t)(s - s / 2);
-      EXPECT_EQ(reduce1<int32_t>(ringoInt32, ringoAvg, a, b, d), (int32_t)(s / d)) << s << " / " << d;
-      const uint32_t ua = (uint32_t)a, ub = (uint32_t)b, us = ua + ub;
-      EXPECT_EQ(reduce1<uint32_t>(ringoUint32, ringoAvg, ua, ub, d), us / (uint32_t)d) << us << " / " << d;
+// Hard cases of one 8- or 32-bit dtype, as many as a vector loop takes (not only its scalar tail),
+// reduced at every ISA level the CPU has and compared with C's integer division.
+template <typename T>
+void ExpectAvgLikeIntegerDivision(ringoDataType_t type, const std::vector<int64_t>& sums, int d) {
+  std::vector<T> a, b, want;
+  for (int rep = 0; a.size() < 96; rep++)
+    for (int64_t s : sums) {
+      const T x = (T)(s / 2), y = (T)((uint64_t)s - (uint64_t)(s / 2));  // x + y wraps to s in T
+      const T sum = (T)((uint64_t)x + (uint64_t)y);
+      a.push_back(x), b.push_back(y);
+      want.push_back(std::is_signed<T>::value ? (T)((int64_t)sum / d) : (T)((uint64_t)sum / (uint64_t)d));
     }
-    EXPECT_EQ(reduce1<uint32_t>(ringoUint32, ringoAvg, UINT32_MAX, 0, d), UINT32_MAX / (uint32_t)d) << d;
-    EXPECT_EQ(reduce1<int8_t>(ringoInt8, ringoAvg, -128, 0, d), (int8_t)(-128 / d)) << d;
-    EXPECT_EQ(reduce1<uint8_t>(ringoUint8, ringoAvg, 255, 0, d), (uint8_t)(255 / d)) << d;
+  for (int isa = 0; isa <= 2; isa++) {
+    if (ringo_reduce_limit_isa(isa) != isa) continue;
+    std::vector<T> out(a.size());
+    ASSERT_EQ(ringo_reduce(out.data(), nullptr, a.data(), b.data(), a.size(), type, ringoAvg, d), ringoSuccess);
+    for (size_t i = 0; i < out.size(); i++)
+      ASSERT_EQ((int64_t)want[i], (int64_t)out[i]) << ringo_type_name(type) << " isa " << isa << ": ("
+                                                   << (int64_t)a[i] << " + " << (int64_t)b[i] << ") / " << d;
+  }
+  ringo_reduce_limit_isa(-1);
+}
+
+// 8- and 32-bit avg divides in double (src/reduce.c): exact for every divisor. Quotients just
+// below an integer, and large divisors, are where a rounded division would go wrong.
+TEST(ReduceValues, AvgInDoubleEqualsIntegerDivision) {
+  for (int d : {1, 2, 3, 7, 65535, (1 << 21) - 1, 1 << 21, (1 << 21) + 1, INT32_MAX}) {
+    const int64_t dd = d;
+    const std::vector<int64_t> sums = {INT32_MAX, INT32_MIN, INT32_MAX - 1, dd * 1000 - 1, -dd * 1000 + 1,
+                                       dd - 1, -dd + 1, dd, dd * 2047 - 1, (int64_t)UINT32_MAX, 0, -1};
+    ExpectAvgLikeIntegerDivision<int32_t>(ringoInt32, sums, d);
+    ExpectAvgLikeIntegerDivision<uint32_t>(ringoUint32, sums, d);
+    ExpectAvgLikeIntegerDivision<int8_t>(ringoInt8, {-128, 127, -1, 1, 100, -100, 255, 0}, d);
+    ExpectAvgLikeIntegerDivision<uint8_t>(ringoUint8, {255, 254, 1, 0, 128, 127, 300}, d);
   }
   EXPECT_EQ(reduce1<float>(ringoFloat32, ringoAvg, 1.0f, 2.0f, 2), 1.5f);
   EXPECT_EQ(reduce1<double>(ringoFloat64, ringoAvg, -1.0, -2.0, 4), -0.75);

@@ -79,9 +79,9 @@ enum ringo_op_kind { RINGO_KIND_COLL = 0, RINGO_KIND_SEND, RINGO_KIND_RECV };
 /* A staged collective's pipeline (staged.c): the host ring's rounds cut into n phases
  * (ringo_phase_rounds). The ring calls await(ctx, p) before the first round of phase p > 0 — its
  * input must be staged — and done(ctx, p) after the last round of phase p < n - 1 — its output
- * may go back to the device — so copies overlap the transfer (the last phase ends with the run). 1 <= n <= the rounds (ringo_coll_rounds).
- * await returns 0 when the input never will be there (the communicator is being aborted or torn
- * down). */
+ * may go back to the device — so copies overlap the transfer (the last phase ends with the run).
+ * 1 <= n <= the rounds (ringo_coll_rounds). await returns 0 when the input never will be there
+ * (the stream failed, or the communicator was aborted, is in error or is being torn down). */
 struct ringo_phases {
   int n;
   void* ctx;

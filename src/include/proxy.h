@@ -14,8 +14,9 @@ extern "C" {
 struct ringo_proxy_task;
 
 /* Work for the proxy: run(arg, 1, task) once the stream passed the work's first marker, or
- * run(arg, 0, task) when the communicator was aborted first (free arg, touch nothing). Either
- * way the proxy then lets the stream go on past every phase. */
+ * run(arg, 0, task) when it never will (the communicator was aborted, is in error or is being torn
+ * down, or the stream failed, first: free arg, touch nothing). Either way the proxy then lets the
+ * stream go on past every phase. */
 typedef void (*ringo_proxy_fn)(void* arg, int run, struct ringo_proxy_task* task);
 
 /* Enqueues a marker on the stream of ops, after the copies enqueued so far: the proxy (made on
@@ -36,22 +37,21 @@ ringoResult_t ringo_proxy_submit(ringoComm_t comm, struct ringo_proxy** px, ring
  * is freed); the caller puts the communicator in error so that nothing more is enqueued. */
 ringoResult_t ringo_proxy_wait_phase(struct ringo_proxy* px, int p, const struct ringo_stage_ops* ops);
 
-/* From fn, on the proxy thread: waits until the stream passed phase p's marker (1), or the
- * communicator was aborted or is being torn down first (0). */
+/* From fn, on the proxy thread: waits until the stream passed phase p's marker (1), or gives up
+ * (0) for the same reasons as the first marker's (ringo_proxy_fn). */
 int ringo_proxy_phase_await(struct ringo_proxy_task* task, int p);
 /* From fn: phase p's output is in place; the stream's wait for it ends. */
 void ringo_proxy_phase_done(struct ringo_proxy_task* task, int p);
 
 /* Work submitted and not finished yet (host work on the communicator must wait for it). */
 int ringo_proxy_pending(const struct ringo_proxy* px);
-/* Work running now: past its marker, in the host engine (after a stream error, the rest of the
- * pending work will never run, but this must still finish before host work may start). */
+/* Work running now: past its first marker, in the host engine (tests watch it). */
 int ringo_proxy_running(const struct ringo_proxy* px);
 
 /* The stream failed (a sticky CUDA error): it passes no more markers, so work past its first
  * marker that waits for a later phase's gives up (the collective fails, the communicator goes in
- * error) and later work is skipped. Without this, a work stuck between phases would keep
- * ringo_proxy_running above 0 and teardown, which waits for it, would never get there. */
+ * error) and the work still queued is skipped; pending then drops to 0 and host work, or
+ * teardown, may use the links. Without this a work stuck between phases would never end. */
 void ringo_proxy_stream_failed(struct ringo_proxy* px);
 
 /* Stops the thread and frees px (NULL is fine): work the stream has not reached is skipped (a
