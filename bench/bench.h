@@ -20,7 +20,9 @@
 #endif
 
 enum { EXIT_WRONG = 1, EXIT_USAGE = 2, EXIT_RINGO = 3, EXIT_LAUNCH = 4 };
-enum { COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_BROADCAST, COLL_REDUCE, NUM_COLLS };
+/* sendrecv is nccl-tests' sendrecv_perf: every rank sends count elements to the next rank and receives
+ * count from the previous one, in one group (ringoSend/ringoRecv). */
+enum { COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_BROADCAST, COLL_REDUCE, COLL_SENDRECV, NUM_COLLS };
 #define OP_NONE (-1) /* all_gather and broadcast reduce nothing */
 #define HOST_BYTES 64
 #define MAX_RANKS 1024
@@ -38,7 +40,7 @@ static const char* const type_alias[RINGO_NUM_TYPES] = {"char", "uchar", "int", 
 static const size_t type_size[RINGO_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 static const char* const op_names[RINGO_NUM_OPS] = {"sum", "prod", "max", "min", "avg"};
 static const char* const coll_names[NUM_COLLS] = {"all_reduce", "reduce_scatter", "all_gather",
-                                                  "broadcast", "reduce"};
+                                                  "broadcast", "reduce", "sendrecv"};
 
 struct opts {
   size_t minbytes, maxbytes, stepbytes;
@@ -52,6 +54,13 @@ struct opts {
   char command[4096];
   double bw_copy, bw_add;       /* GB/s measured by --bound, 0 when not measured */
 };
+
+/* Whether placement p (0 out-of-place, 1 in-place) of a row is checked. In-place sendrecv sends from
+ * and receives into one buffer in one group, which overwrites what is still to be sent: timed, never
+ * checked, as in nccl-tests (N/A). */
+static int placement_checked(const struct opts* o, int p) {
+  return o->check && !(p == 1 && o->coll == COLL_SENDRECV);
+}
 
 /* How the ranks of this run came to be: "fork" (the parent makes the unique id, forks nranks
  * children and waits) or "mpi" (one rank per process of MPI_COMM_WORLD, the communicator made by

@@ -103,6 +103,7 @@ static void coll_factors(int coll, int n, double* bus, double* law, double* mem)
     case COLL_REDUCE_SCATTER: *bus = m; *law = m; *mem = 3 * m; break;
     case COLL_ALL_GATHER: *bus = m; *law = m; *mem = 2 * m; break;
     case COLL_BROADCAST: *bus = 1; *law = n > 1; *mem = 2 * m; break;
+    case COLL_SENDRECV: *bus = 1; *law = n > 1; *mem = 2.0 * (n > 1); break; /* all of D out, all in */
     default: *bus = 1; *law = n > 1; *mem = 3 * m; break;
   }
 }

@@ -46,7 +46,8 @@ static const char* mpi_skip_reason(const struct row* w) {
 /* MPI's counterpart of coll_run(): same buffers, same placement. Where MPI's in-place convention
  * differs from ringo's, check_result() is told (mpi = 1): MPI_Reduce_scatter_block in place leaves
  * the rank's block at the start of recvbuff, and MPI_Bcast has one buffer, so out-of-place the root
- * broadcasts straight from sendbuff and its recvbuff is not written. */
+ * broadcasts straight from sendbuff and its recvbuff is not written. In-place sendrecv is MPI's
+ * Sendrecv_replace (unchecked, like ringo's in-place row). */
 static int mpi_coll_run(const struct bench* b, const struct row* w, int inplace) {
   const size_t per = w->count / (size_t)b->nranks;
   unsigned char *s = inplace ? b->rbuf : b->sbuf, *r = b->rbuf;
@@ -54,7 +55,11 @@ static int mpi_coll_run(const struct bench* b, const struct row* w, int inplace)
   const MPI_Op op = w->op >= 0 ? mpi_op(w->op) : MPI_OP_NULL;
   const int n = (int)w->count, np = (int)per, root = w->root, me = b->rank;
   const MPI_Comm c = MPI_COMM_WORLD;
+  const int next = (me + 1) % b->nranks, prev = (me + b->nranks - 1) % b->nranks;
   switch (b->o->coll) {
+    case COLL_SENDRECV:
+      if (inplace) return MPI_Sendrecv_replace(r, n, t, next, 0, prev, 0, c, MPI_STATUS_IGNORE);
+      return MPI_Sendrecv(s, n, t, next, 0, r, n, t, prev, 0, c, MPI_STATUS_IGNORE);
     case COLL_ALL_REDUCE: return MPI_Allreduce(inplace ? MPI_IN_PLACE : s, r, n, t, op, c);
     case COLL_REDUCE_SCATTER: return MPI_Reduce_scatter_block(inplace ? MPI_IN_PLACE : s, r, np, t, op, c);
     case COLL_ALL_GATHER:

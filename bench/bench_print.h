@@ -23,12 +23,13 @@ static void print_mpi_notes(const struct opts* o) {
   version[strcspn(version, ",\n")] = '\0';
   printf("# Compared with: %s (MPI_%s on the same buffers, interleaved per iteration)\n", version,
          o->coll == COLL_ALL_REDUCE ? "Allreduce" : o->coll == COLL_REDUCE_SCATTER ? "Reduce_scatter_block"
-         : o->coll == COLL_ALL_GATHER ? "Allgather" : o->coll == COLL_BROADCAST ? "Bcast" : "Reduce");
+         : o->coll == COLL_ALL_GATHER ? "Allgather" : o->coll == COLL_BROADCAST ? "Bcast"
+         : o->coll == COLL_SENDRECV ? "Sendrecv, in place MPI_Sendrecv_replace" : "Reduce");
   for (int i = 0; i < o->ntypes; i++)
     if (mpi_type(o->types[i]) == MPI_DATATYPE_NULL)
       printf("# Note: %s has no standard MPI datatype; its rows show '-' in the MPI columns\n",
              type_names[o->types[i]]);
-  for (int i = 0; i < o->nops && o->coll != COLL_ALL_GATHER && o->coll != COLL_BROADCAST; i++)
+  for (int i = 0; i < o->nops && o->coll != COLL_ALL_GATHER && o->coll != COLL_BROADCAST && o->coll != COLL_SENDRECV; i++)
     if (mpi_op(o->ops[i]) == MPI_OP_NULL)
       printf("# Note: MPI has no %s op; its rows show '-' in the MPI columns\n", op_names[o->ops[i]]);
 #else
@@ -130,7 +131,7 @@ static void print_row(const struct bench* b, const struct row* w) {
     CELL(5 + 4 * p, w->time_us[p] < 1e4 ? "%.2f" : w->time_us[p] < 1e6 ? "%.1f" : "%.0f", w->time_us[p]);
     CELL(6 + 4 * p, "%.2f", w->algbw[p]);
     CELL(7 + 4 * p, "%.2f", w->busbw[p]);
-    CELL(8 + 4 * p, b->o->check ? "%llu" : "N/A", (unsigned long long)w->wrong[p]);
+    CELL(8 + 4 * p, placement_checked(b->o, p) ? "%llu" : "N/A", (unsigned long long)w->wrong[p]);
   }
   CELL(13, "%llu", (unsigned long long)w->sent);
   CELL(14, w->law >= 0 ? "%.3f" : "-", w->law);
@@ -167,8 +168,8 @@ static void json_ratio(FILE* f, const char* key, double v) {
   else fprintf(f, ", \"%s\": null", key);
 }
 
-static void json_wrong(FILE* f, const struct bench* b, const char* key, uint64_t v) {
-  if (b->o->check) fprintf(f, ", \"%s\": %llu", key, (unsigned long long)v);
+static void json_wrong(FILE* f, const struct bench* b, int p, const char* key, uint64_t v) {
+  if (placement_checked(b->o, p)) fprintf(f, ", \"%s\": %llu", key, (unsigned long long)v);
   else fprintf(f, ", \"%s\": null", key);
 }
 
@@ -188,7 +189,7 @@ static void json_mpi(FILE* f, const struct bench* b, const struct row* w) {
     fprintf(f, ", \"mpi_%s_time_us\": %.3f, \"mpi_%s_busbw\": %.4f", place[p], w->mpi_time_us[p], place[p],
             w->mpi_busbw[p]);
     snprintf(key, sizeof key, "mpi_%s_wrong", place[p]);
-    json_wrong(f, b, key, w->mpi_wrong[p]);
+    json_wrong(f, b, p, key, w->mpi_wrong[p]);
   }
   json_ratio(f, "ringo_over_mpi", w->ratio);
 }
@@ -204,7 +205,7 @@ static void json_row(FILE* f, const struct bench* b, const struct row* w) {
     fprintf(f, ", \"%s_time_us\": %.3f, \"%s_algbw\": %.4f, \"%s_busbw\": %.4f", place[p], w->time_us[p],
             place[p], w->algbw[p], place[p], w->busbw[p]);
     snprintf(key, sizeof key, "%s_wrong", place[p]);
-    json_wrong(f, b, key, w->wrong[p]);
+    json_wrong(f, b, p, key, w->wrong[p]);
   }
   fprintf(f, ", \"sent_per_rank\": %llu", (unsigned long long)w->sent);
   json_ratio(f, "law_ratio", w->law);

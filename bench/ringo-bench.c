@@ -27,7 +27,9 @@ static void usage(FILE* f) {
           "  -d, --datatype T      int8|uint8|int32|uint32|int64|uint64|float16|float32|float64|\n"
           "                        bfloat16|all (default float32)\n"
           "  -r, --root R          root of broadcast and reduce (default 0)\n"
-          "  -C, --collective C    all_reduce|reduce_scatter|all_gather|broadcast|reduce\n"
+          "  -C, --collective C    all_reduce|reduce_scatter|all_gather|broadcast|reduce|sendrecv\n"
+          "                        (sendrecv: each rank sends to the next and receives from the\n"
+          "                        previous, as nccl-tests' sendrecv_perf; in-place is not checked)\n"
           "  -N, --nranks N        local ranks to fork (default 4; under mpirun, -np decides)\n"
           "  -J, --output_file F   also write the results as JSON to F\n"
           "      --bound           measure memory bandwidth and add a %%bound column\n"
@@ -131,7 +133,8 @@ static void parse_args(struct opts* o, int argc, char** argv) {
   if (o->minbytes > o->maxbytes) bad_arg("-b larger than -e", argv[0]);
   /* Under mpirun the rank count is known only after launch, where launch_mpi() checks the root. */
   if (o->root >= o->nranks && !o->force_mpi && !under_mpirun()) bad_arg("root (must be below -N)", "-r");
-  if (o->coll == COLL_ALL_GATHER || o->coll == COLL_BROADCAST) o->nops = 1; /* one "none" op */
+  if (o->coll == COLL_ALL_GATHER || o->coll == COLL_BROADCAST || o->coll == COLL_SENDRECV)
+    o->nops = 1; /* one "none" op */
 }
 
 /* ---------------------------------------------------------------- data and check */
@@ -245,6 +248,8 @@ static uint64_t check_result(const struct bench* b, const struct row* w, int inp
   for (size_t i = 0; i < n; i++) {
     if (coll == COLL_ALL_GATHER)
       store_input(w->type, want, input_value(OP_NONE, (int)(i / per), i % per, b->nranks));
+    else if (coll == COLL_SENDRECV) /* the previous rank's input */
+      store_input(w->type, want, input_value(OP_NONE, (b->rank + b->nranks - 1) % b->nranks, i, b->nranks));
     else if (coll == COLL_BROADCAST)
       store_input(w->type, want, input_value(OP_NONE, w->root, i, b->nranks));
     else
@@ -268,12 +273,24 @@ static void prepare(const struct bench* b, const struct row* w, int inplace) {
 
 /* ---------------------------------------------------------------- running a row */
 
+/* nccl-tests' sendrecv: to the next rank, from the previous one, in one group. */
+static ringoResult_t send_recv(const struct bench* b, const void* s, void* r, size_t count, ringoDataType_t t) {
+  const int next = (b->rank + 1) % b->nranks, prev = (b->rank + b->nranks - 1) % b->nranks;
+  ringoResult_t res = ringoGroupStart();
+  if (res != ringoSuccess) return res;
+  res = ringoSend(s, count, t, next, b->comm, NULL);
+  const ringoResult_t got = res == ringoSuccess ? ringoRecv(r, count, t, prev, b->comm, NULL) : res;
+  const ringoResult_t end = ringoGroupEnd(); /* closes the group even after a failed call */
+  return got != ringoSuccess ? got : end;
+}
+
 static ringoResult_t coll_run(const struct bench* b, const struct row* w, int inplace) {
   size_t es = type_size[w->type], per = w->count / (size_t)b->nranks;
   unsigned char *s = inplace ? b->rbuf : b->sbuf, *r = b->rbuf, *mine = r + (size_t)b->rank * per * es;
   ringoDataType_t t = (ringoDataType_t)w->type;
   ringoRedOp_t op = (ringoRedOp_t)(w->op < 0 ? 0 : w->op);
   switch (b->o->coll) {
+    case COLL_SENDRECV: return send_recv(b, s, r, w->count, t);
     case COLL_ALL_REDUCE: return ringoAllReduce(s, r, w->count, t, op, b->comm, NULL);
     case COLL_REDUCE_SCATTER: return ringoReduceScatter(s, inplace ? mine : r, per, t, op, b->comm, NULL);
     case COLL_ALL_GATHER: return ringoAllGather(inplace ? mine : s, r, per, t, b->comm, NULL);
@@ -327,7 +344,7 @@ static double slowest_median(const struct bench* b, double* t, int n) {
 /* The check run: fresh inputs, one call, every element compared; MPI's call too when it runs. */
 static void check_placement(const struct bench* b, struct row* w, int inplace) {
   prepare(b, w, inplace);
-  if (!b->o->check) return;
+  if (!placement_checked(b->o, inplace)) return;
   timed_call(b, w, inplace, 0);
   w->wrong[inplace] = check_result(b, w, inplace, 0);
   if (!w->mpi) return;
@@ -419,7 +436,7 @@ static void keep_row(struct bench* b, const struct row* w) {
 static void run_all_rows(struct bench* b) {
   const struct opts* o = b->o;
   const int rooted = o->coll == COLL_BROADCAST || o->coll == COLL_REDUCE;
-  const int has_op = o->coll != COLL_ALL_GATHER && o->coll != COLL_BROADCAST;
+  const int has_op = o->coll != COLL_ALL_GATHER && o->coll != COLL_BROADCAST && o->coll != COLL_SENDRECV;
   for (int ti = 0; ti < o->ntypes; ti++)
     for (int oi = 0; oi < o->nops; oi++)
       for (size_t size = o->minbytes; size <= o->maxbytes;) {
