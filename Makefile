@@ -132,6 +132,7 @@ $(BUILD)/bin/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/lib/libringo.a include/
 
 $(BUILD)/bin/ddp_train: include/ringo_ddp.h
 $(BUILD)/test/test_ddp: bench/mlp.h include/ringo_ddp.h
+$(BUILD)/test/test_bench: $(BUILD)/bin/ringo-bench
 
 # The teaching tools print the library's own schedule and cost model, so they (alone in bench/)
 # see the internal headers.
