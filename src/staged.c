@@ -66,28 +66,35 @@ static int choose_phases(const struct ringo_op* op, size_t rounds) {
   return n > 1 ? (int)n : 1;
 }
 
+/* Enqueues one copy: bytes at offset `at` of the staging and of the caller's buffer, one way. */
+static ringoResult_t copy_one_way(const struct ringo_op* op, const struct ringo_stage* st, size_t at, size_t bytes,
+                                  int input, const struct ringo_stage_ops* ops) {
+  if (input) return ops->to_host(ops->ctx, (char*)st->in + at, (const char*)op->sendbuff + at, bytes);
+  return ops->to_device(ops->ctx, (char*)op->recvbuff + at, (const char*)st->out + at, bytes);
+}
+
 /* Enqueues phase p's copies one way: each chunk's part to the staging (input) or from it back to
- * the caller's buffer (output). Where every chunk has the same bytes one way (an all-gather reads
- * only the rank's block, a reduce-scatter writes only the rank's block) they are copied once. */
+ * the caller's buffer (output); a single phase is the whole extent in one copy. Where every chunk
+ * has the same bytes one way (an all-gather reads only the rank's block, a reduce-scatter writes
+ * only the rank's block) they are copied once. */
 static ringoResult_t copy_phase(const struct ringo_op* op, const struct ringo_stage* st, const struct pipeline* pl,
                                 int p, int input, const struct ringo_stage_ops* ops) {
   const ringoComm_t comm = op->comm;
-  if (!(input ? pl->in_bytes : pl->out_bytes)) return ringoSuccess;
+  const size_t extent = input ? pl->in_bytes : pl->out_bytes;
+  if (extent == 0) return ringoSuccess;
+  if (pl->nphases == 1) return copy_one_way(op, st, 0, extent, input, ops);
   const size_t esize = ringo_type_size(op->type);
   const enum ringo_coll shared = input ? RINGO_COLL_ALLGATHER : RINGO_COLL_REDUCESCATTER;
   const int one_chunk = op->coll == shared || op->coll == RINGO_COLL_BROADCAST || op->coll == RINGO_COLL_REDUCE;
   size_t first, end;
   ringo_phase_rounds(pl->rounds, pl->nphases, p, &first, &end);
-  if (pl->nphases == 1) first = 0, end = SIZE_MAX / pl->slice; /* the whole of every chunk */
   for (int c = 0; c < (one_chunk ? 1 : comm->nranks); c++) {
     size_t in_off, out_off, len;
     ringo_chunk_geometry(op->coll, op->count, comm->nranks, comm->ring, c, &in_off, &out_off, &len);
     const size_t a = first * pl->slice < len ? first * pl->slice : len;
     const size_t b = end * pl->slice < len ? end * pl->slice : len;
     if (a == b) continue;
-    const size_t at = ((input ? in_off : out_off) + a) * esize, bytes = (b - a) * esize;
-    if (input) RINGO_CHECK(ops->to_host(ops->ctx, (char*)st->in + at, (const char*)op->sendbuff + at, bytes));
-    else RINGO_CHECK(ops->to_device(ops->ctx, (char*)op->recvbuff + at, (const char*)st->out + at, bytes));
+    RINGO_CHECK(copy_one_way(op, st, ((input ? in_off : out_off) + a) * esize, (b - a) * esize, input, ops));
   }
   return ringoSuccess;
 }
