@@ -115,8 +115,9 @@ static inline uint32_t load32(const char* p) {
  * When s / d is not an integer, every integer is at least 1/d away from it, and fl(s / d) is
  * within |s / d| * 2^-53 < 1/d of it: truncating fl(s / d) gives C's quotient, bit for bit
  * (test_reduce compares with ringo_ew_avg_<type>, divisors up to INT32_MAX, at every ISA level).
- * The quotient goes back through AVG_VIA_<type>: int32_t where it always fits (int8, uint8, int32), which AVX2
- * converts in vectors; uint32's needs int64_t, which only AVX-512 converts in vectors. */
+ * The quotient goes back through AVG_VIA_<type>: int32_t where it always fits (int8, uint8,
+ * int32), which AVX2 converts in vectors; uint32's needs int64_t, which only AVX-512 converts in
+ * vectors. */
 #define AVG_VIA_i8 int32_t
 #define AVG_VIA_u8 int32_t
 #define AVG_VIA_i32 int32_t
