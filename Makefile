@@ -268,15 +268,11 @@ $(BUILD)/support/%.o: test/%.cc $(wildcard test/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-# AddressSanitizer + UBSan (leaks included) over every suite, the MPI ones under mpirun too, but
-# test_bench: ringo-bench forks its ranks while the bootstrap root's thread runs in the parent, and
-# with gcc 12's ASan allocator a child can inherit a held allocator lock (seen once: every rank
-# stuck for 60 s); glibc's malloc is fork-safe, so the normal stage runs it.
-ASAN_TEST_BIN = $(filter-out $(BUILD)/test/test_bench,$(TEST_BIN))
+# AddressSanitizer + UBSan (leaks included) over every suite, the MPI ones under mpirun too.
 # Run-time options and the Open MPI leak suppressions: .ci/run_tests.sh, .ci/lsan.supp.
 test-asan: deps
 	@$(call SAN_MAKE,$(ASAN_BUILD),address$(comma)undefined) tests
-	@RINGO_STAGE="address,undefined" .ci/run_tests.sh $(patsubst $(BUILD)/%,$(ASAN_BUILD)/%,$(ASAN_TEST_BIN) $(MPI_TEST_BIN))
+	@RINGO_STAGE="address,undefined" .ci/run_tests.sh $(patsubst $(BUILD)/%,$(ASAN_BUILD)/%,$(TEST_BIN) $(MPI_TEST_BIN))
 
 # ThreadSanitizer over the suites where threads share a process (ranks as threads, the bootstrap
 # root thread, abort from another thread, the DDP comm thread). Of the collective sweeps only one

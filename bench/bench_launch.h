@@ -12,6 +12,7 @@
 #include "bench.h"
 #include "bench_bound.h"
 #include "bench_mpi.h"
+#include "launch_id.h"
 
 /* ---------------------------------------------------------------- fork launcher */
 
@@ -73,14 +74,35 @@ static int launch_wait(pid_t* pids, int n, double timeout_s) {
   return code;
 }
 
+/* Parent, once every rank is forked: starts the rendezvous root (ringoGetUniqueId's thread) and
+ * hands each rank the id. Returns 0, or EXIT_RINGO / EXIT_LAUNCH having stopped the ranks. */
+static int share_id(pid_t* pids, int n, int wfd) {
+  ringoUniqueId id;
+  const ringoResult_t res = ringoGetUniqueId(&id);
+  int code = 0;
+  if (res != ringoSuccess) {
+    fprintf(stderr, "ringo-bench: ringoGetUniqueId failed: %s: %s\n", ringoGetErrorString(res),
+            ringoGetLastError(NULL));
+    code = EXIT_RINGO;
+  } else if (launch_id_send(wfd, &id, n) != 0) {
+    fprintf(stderr, "ringo-bench: cannot hand the ranks their unique id: %s\n", strerror(errno));
+    code = EXIT_LAUNCH;
+  }
+  close(wfd); /* a rank still waiting for the id now reads end of file and exits */
+  if (code) kill_all(pids, n);
+  return code;
+}
+
 /* Returns 1 in a child (L filled: go run the rank) and 0 in the parent once every rank has ended,
- * with *code the run's exit code. The parent keeps the unique id's rendezvous root alive. */
+ * with *code the run's exit code. The ranks are forked first, while this process has one thread
+ * (launch_id.h says why); then the parent starts the rendezvous root, keeps it alive and sends
+ * the ranks its id. */
 static int launch_fork(const struct opts* o, struct launch* L, int* code) {
   sigset_t chld, old;
+  int fds[2];
   pid_t* pids = calloc((size_t)o->nranks, sizeof *pids);
-  if (!pids) die(EXIT_USAGE);
+  if (!pids || pipe(fds) != 0) die(EXIT_LAUNCH);
   *L = (struct launch){.kind = "fork", .nranks = o->nranks};
-  RB_CHECK(NULL, ringoGetUniqueId(&L->id));
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, &old); /* so sigtimedwait sees every SIGCHLD */
@@ -91,7 +113,9 @@ static int launch_fork(const struct opts* o, struct launch* L, int* code) {
     if (p == 0) {
       sigprocmask(SIG_SETMASK, &old, NULL);
       prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed parent takes its ranks along */
-      if (getppid() != parent) _exit(EXIT_LAUNCH);
+      close(fds[1]);
+      if (getppid() != parent || launch_id_receive(fds[0], &L->id) != 0) _exit(EXIT_LAUNCH);
+      close(fds[0]);
       free(pids);
       L->rank = r;
       return 1;
@@ -101,11 +125,15 @@ static int launch_fork(const struct opts* o, struct launch* L, int* code) {
       kill_all(pids, r);
       *code = EXIT_LAUNCH;
       free(pids);
+      close(fds[0]);
+      close(fds[1]);
       return 0;
     }
     pids[r] = p;
   }
-  *code = launch_wait(pids, o->nranks, o->timeout_s);
+  close(fds[0]);
+  *code = share_id(pids, o->nranks, fds[1]);
+  if (*code == 0) *code = launch_wait(pids, o->nranks, o->timeout_s);
   free(pids);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bench/launch_id.h"
 #include "../bench/mlp.h"
 #include "ringo.h"
 #include "ringo_ddp.h"
@@ -288,15 +289,20 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
-  ringoUniqueId id;
-  if (ringoGetUniqueId(&id) != ringoSuccess) {
-    fprintf(stderr, "ddp_train: ringoGetUniqueId: %s\n", ringoGetLastError(NULL));
+  /* The ranks are forked before ringoGetUniqueId starts the root's thread (launch_id.h says why). */
+  int fds[2];
+  if (pipe(fds) != 0) {
+    perror("ddp_train: pipe");
     return 1;
   }
   fflush(stdout);
   pid_t pids[64];
   for (int r = 0; r < o.nranks; r++) {
     if ((pids[r] = fork()) == 0) {
+      ringoUniqueId id;
+      close(fds[1]);
+      if (launch_id_receive(fds[0], &id) != 0) _exit(1); /* the parent has no id to give */
+      close(fds[0]);
       if (r == 0) setvbuf(stdout, NULL, _IOLBF, 0);
       const int rc = run_rank(&o, id, r);
       fflush(stdout);
@@ -308,6 +314,12 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  close(fds[0]);
+  ringoUniqueId id;
+  const ringoResult_t res = ringoGetUniqueId(&id);
+  if (res != ringoSuccess) fprintf(stderr, "ddp_train: ringoGetUniqueId: %s\n", ringoGetLastError(NULL));
+  else if (launch_id_send(fds[1], &id, o.nranks) != 0) perror("ddp_train: handing out the unique id");
+  close(fds[1]); /* ranks still waiting for the id read end of file and exit */
   int failed = 0;
   for (int left = o.nranks; left > 0; left--) {
     int status;

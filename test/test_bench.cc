@@ -1,7 +1,7 @@
 // test_bench.cc — ringo-bench (bench/ringo-bench.c) end to end: every collective, every dtype, a few
 // sizes with forked ranks, must end with "# Out of bounds values : 0 OK" and the ring law met; bad
-// flags must be refused. Runs the binary built beside this test (build/bin). Run: make test (the
-// normal stage only: see the Makefile's ASAN_TEST_BIN).
+// flags must be refused. Runs the binary built beside this test (build/bin); the ASan stage runs
+// the ASan-built one. Run: make test.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
