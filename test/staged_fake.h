@@ -1,7 +1,7 @@
 // staged_fake.h — a stand-in for ringo's CUDA stream so staged device collectives (src/staged.c)
 // run without a GPU: a worker thread runs the enqueued copies (memcpy), host functions and flag waits in order.
 // Header-only; used by test/test_staged.cc (threads), test/mpi/test_mpi_staged.cc (MPI links) and
-// test/test_p2p_device.cc (device point-to-point's proxy); FakeStream also by test/test_ddp_device.cc.
+// test/test_p2p_device.cc (device point-to-point's proxy); FakeStream also by test/ddp_fake_device.h.
 #ifndef RINGO_TEST_STAGED_FAKE_H_
 #define RINGO_TEST_STAGED_FAKE_H_
 
