@@ -587,7 +587,11 @@ RINGO_API ringoResult_t ringoDdpBroadcastParams(ringoDdp_t ddp) {
   if (res != ringoSuccess) return res;
   if (ddp->frozen) return fail(ddp, ringoInvalidUsage, "%s: called twice (the buckets are fixed already)", fn);
   if ((res = check_compute_stream(ddp, fn, ddp->stream)) != ringoSuccess) return res;
-  if ((res = check_shapes(ddp, fn)) != ringoSuccess || (res = build_buckets(ddp)) != ringoSuccess) return res;
+  /* The buckets first: their device allocations (events, staging) must be done on every rank before
+   * any rank enqueues a device collective, since ranks of one process share the GPU, an allocation
+   * may wait for the device work in flight, and a ring kernel in flight waits for this rank's. The
+   * shape check's all-gathers are then the barrier. A retry after a failed check builds them anew. */
+  if ((res = build_buckets(ddp)) != ringoSuccess || (res = check_shapes(ddp, fn)) != ringoSuccess) return res;
   if ((res = broadcast_params(ddp, fn)) != ringoSuccess) {
     ddp->failed = res; /* ranks may now hold different parameters: no training on this context */
     ddp->failure_reported = 1;

@@ -471,6 +471,53 @@ TEST_P(DdpDeviceFake, BroadcastParamsWaitsForTheComputeStream) {
 
 INSTANTIATE_TEST_SUITE_P(N, DdpDeviceFake, testing::Values(2, 3, 4));
 
+// Every rank's device allocations (the ready events, the staging buffer) are made before any rank
+// enqueues a device collective: with ranks of one process on one GPU, an allocation may wait for the
+// device work in flight, and a ring kernel in flight waits for the allocating rank's kernel. Rank 1's
+// allocation is slowed down, so a rank 0 that did not wait for it would enqueue its broadcast first.
+std::atomic<int> order_clock{0}, last_alloc{-1}, first_collective{1 << 30};
+int Stamp(std::atomic<int>& mark, bool keep_max) {
+  const int now = order_clock++;
+  for (int was = mark.load(); keep_max ? now > was : now < was;)
+    if (mark.compare_exchange_weak(was, now)) break;
+  return now;
+}
+
+TEST(DdpDeviceOrder, EveryRanksAllocationsComeBeforeAnyDeviceCollective) {
+  ringo_test::RunThreads(2, [](Team& t) {
+    const std::vector<Spec> specs = {{20, ringoFloat32, ringoMemDevice}, {20, ringoFloat32, ringoMemDevice},
+                                     {20, ringoFloat32, ringoMemDevice}};  // one bucket
+    FakeStream compute;  // declared first: the fake's side stream may wait on it until it is gone
+    FakeDevice fake;
+    fake.ops.prepare = [](void* c, int n) {
+      Stamp(last_alloc, true);
+      return FakeDevice::Prepare(c, n);
+    };
+    fake.ops.alloc = t.ranks[0] == 1 ? +[](void* c, void** p, size_t bytes) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a slow allocation, not a synchronisation
+      Stamp(last_alloc, true);
+      return FakeDevice::Alloc(c, p, bytes);
+    } : +[](void* c, void** p, size_t bytes) {
+      Stamp(last_alloc, true);
+      return FakeDevice::Alloc(c, p, bytes);
+    };
+    fake.ops.side_stream = [](void* c) {
+      Stamp(first_collective, false);
+      return FakeDevice::SideStream(c);
+    };
+    Bufs b = Layout(specs, false);  // scattered gradients: the buckets need a device staging buffer
+    ringoDdp_t ddp = Make(t.comms[0], specs, b, &fake, &compute, false);
+    ASSERT_NE(ddp, nullptr);
+    EXPECT_EQ(fake.allocs, 1) << "the scattered bucket's staging buffer";
+    // Make returned after this rank's broadcast, which needed the other rank's, which came after
+    // that rank's allocations: every stamp is in.
+    EXPECT_LT(last_alloc.load(), first_collective.load())
+        << "a rank enqueued a device collective before another rank's device allocations were done";
+    Drain(compute);
+    EXPECT_EQ(ringoDdpDestroy(ddp), ringoSuccess);
+  });
+}
+
 // Errors of the device ops: with a message, once from Finish (or MarkReady), the context unusable.
 TEST(DdpDeviceErrors, EnqueueFailuresAreReportedAndStick) {
   ringo_test::RunThreads(1, [](Team& t) {
