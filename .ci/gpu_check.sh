@@ -292,14 +292,19 @@ run_bench_all() {
   done
 }
 
-# Informational, not part of the verdict, with what the deadline leaves (at least 20 s each): N = 2 at 256 MiB
-# and above again with one knob changed at a time — GPU-scope flags, 32 channels — so that the next change
-# to the kernel's synchronisation or channel count starts from a measurement.
-EXPERIMENTS=("RINGO_CUDA_GPU_SCOPE=1" "RINGO_CUDA_CHANNELS=32")
+# Informational, not part of the verdict, with what the deadline leaves (at least 20 s each): N = 2 again with
+# one knob changed at a time, each over the sizes it matters for ("knob|sizes"), so that the next change to the
+# kernel's synchronisation, channel count or slices starts from a measurement: GPU-scope flags and 32 channels
+# at 256 MiB and above; full slots for every slice (the slices before they spread short chunks over every
+# channel) at 1-64 MiB, beside the N = 2 run's own rows.
+EXPERIMENTS=("RINGO_CUDA_GPU_SCOPE=1|-b 256M -e 1G -f 2" "RINGO_CUDA_CHANNELS=32|-b 256M -e 1G -f 2"
+  "RINGO_CUDA_MIN_SLICE_BYTES=256K|-b 1M -e 64M -f 4")
 run_experiments() {
-  local bench=$BUILD/bin/ringo-gpu-bench e
+  local bench=$BUILD/bin/ringo-gpu-bench x
   [ -x "$bench" ] || return
-  for e in "${EXPERIMENTS[@]}"; do
+  for x in "${EXPERIMENTS[@]}"; do
+    local e=${x%%|*} sizes
+    read -r -a sizes <<<"${x#*|}"
     local cap=$((DEADLINE_S - (SECONDS - START) - 10))
     if [ "$cap" -lt 20 ]; then
       echo "gpu-check: experiment $e not run: no time left"
@@ -307,9 +312,11 @@ run_experiments() {
     fi
     cap=$((cap > 40 ? 40 : cap))
     local tag=${e//[^A-Za-z0-9]/_}
-    step "experiment: N=2 with $e (at most $cap s; not part of the verdict)"
-    env "$e" timeout -k 5 "$cap" "$bench" -N 2 -b 256M -e 1G -f 2 -d float32 -t $((cap - 5)) 2>&1 | tee "$RUNS/experiment_$tag.txt"
+    step "experiment: N=2 with $e, ${sizes[*]} (at most $cap s; not part of the verdict)"
+    env "$e" timeout -k 5 "$cap" "$bench" -N 2 "${sizes[@]}" -d float32 -t $((cap / 3 < 10 ? 10 : cap / 3)) 2>&1 |
+      tee "$RUNS/experiment_$tag.txt"
     { echo "## experiment N=2, $e (exit ${PIPESTATUS[0]})"; cat "$RUNS/experiment_$tag.txt"; echo; } >>"$LOG/table.txt"
+    reap_leftovers
   done
 }
 

@@ -56,7 +56,7 @@ struct dev_probe {
 };
 /* ... and in the second, once every rank allocated its region for the agreed channel count. */
 struct dev_region {
-  int32_t ok, pad;
+  int32_t ok, ipc; /* ipc: handle holds a CUDA IPC handle of the region */
   uint64_t ptr;
   cudaIpcMemHandle_t handle;
 };
@@ -154,7 +154,15 @@ static ringoResult_t alloc_own(struct ringo_device* d, struct dev_region* mine, 
     CU_CHECK(cudaMemsetAsync(d->region, 0, bytes, d->stream), "cudaMemsetAsync of the device FIFO region");
     CU_CHECK(cudaMemsetAsync(d->counters, 0, counters, d->stream), "cudaMemsetAsync of counters");
     CU_CHECK(cudaStreamSynchronize(d->stream), "cudaStreamSynchronize after the memsets");
-    CU_CHECK(cudaIpcGetMemHandle(&mine->handle, d->region), "cudaIpcGetMemHandle");
+    /* Only a previous rank in another process opens the handle: where CUDA IPC is refused (some
+     * sandboxes), ranks of one process still link, and a rank that needed it says why. */
+    const cudaError_t ipc = cudaIpcGetMemHandle(&mine->handle, d->region);
+    mine->ipc = ipc == cudaSuccess;
+    if (!mine->ipc) {
+      RINGO_INFO(RINGO_LOG_INIT, "cudaIpcGetMemHandle failed: %s: only ranks of this process can reach device %d's "
+                 "FIFO region", cudaGetErrorName(ipc), d->dev);
+      (void)cudaGetLastError();
+    }
   }
   CU_CHECK(cudaHostAlloc((void**)&d->error_host, 2 * sizeof(int32_t), cudaHostAllocMapped), "cudaHostAlloc");
   d->abort_host = d->error_host + 1;
@@ -183,6 +191,9 @@ static ringoResult_t open_next(struct ringo_device* d, const struct dev_probe* n
     d->next_region = (char*)(uintptr_t)region->ptr;
     return ringoSuccess;
   }
+  if (!region->ipc)
+    return ringo_fail(ringoUnhandledCudaError, "the next rank (another process) has no CUDA IPC handle of its FIFO "
+                      "region: cudaIpcGetMemHandle failed there");
   CU_CHECK(cudaIpcOpenMemHandle((void**)&d->next_region, region->handle, cudaIpcMemLazyEnablePeerAccess),
            "cudaIpcOpenMemHandle of the next rank's FIFO region");
   d->next_opened = 1;
@@ -404,9 +415,11 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
       who = r;
       break;
     }
-    int sharing = 0; /* ranks on rank r's device */
+    int sharing = 0; /* ranks on rank r's GPU: same host and PCI bus id (device numbers differ between
+                        processes that see other CUDA_VISIBLE_DEVICES) */
     for (int q = 0; q < n; q++)
-      sharing += probes[q].dev == probes[r].dev && strcmp(comm->info[q].host, comm->info[r].host) == 0;
+      sharing += strncmp(probes[q].pci, probes[r].pci, sizeof probes[q].pci) == 0 &&
+                 strcmp(comm->info[q].host, comm->info[r].host) == 0;
     if (probes[r].nchannels / sharing < d->nchannels) d->nchannels = probes[r].nchannels / sharing;
     if (r != me) continue;
     for (int q = 0; q < n; q++) d->local_ranks += probes[q].dev == d->dev && probes[q].pid == pmine.pid &&
@@ -449,7 +462,7 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   else
     RINGO_INFO(RINGO_LOG_INIT, "rank %d: device path off: %s", me, d->why);
   if (d->usable && d->local_ranks >= 4 && !getenv("CUDA_DEVICE_MAX_CONNECTIONS"))
-    RINGO_INFO(RINGO_LOG_INIT, "rank %d: %d ranks of this process share device %d: their streams outnumber CUDA's 8 "
+    RINGO_WARN("rank %d: %d ranks of this process share device %d: their streams outnumber CUDA's 8 "
                "hardware queues; set CUDA_DEVICE_MAX_CONNECTIONS=32 before CUDA starts (cuda/README.md)", me,
                d->local_ranks, d->dev);
   return res;
@@ -556,7 +569,8 @@ static ringoResult_t launch(const struct ringo_op* op) {
   struct ringo_dev_ring r;
   const struct ringo_dev_coll c = {(int)op->coll, op->type, op->op, op->count, comm->nranks, comm->pos,
                                    comm->pos_of[op->root], comm->ring, op->sendbuff, op->recvbuff,
-                                   d->nchannels, DEV_NSLOTS, d->slot_bytes, op->seq};
+                                   d->nchannels, DEV_NSLOTS, d->slot_bytes, op->seq,
+                                   comm->env.cuda_min_slice_bytes};
   RINGO_CHECK(ringo_dev_ring_describe(&c, &r));
   r.recv_region = d->region;
   r.send_region = d->next_region;

@@ -16,6 +16,21 @@ static struct ringo_dev_fingerprint fingerprint_of(const struct ringo_dev_coll* 
   return (struct ringo_dev_fingerprint){c->seq, c->count, call};
 }
 
+/* Bytes per slice. Channel c moves rounds c, c + nchannels, ...: with full slots, a chunk of a
+ * few slots keeps a few channels busy and leaves the rest idle (at N = 2, 64 channels of 256 KiB
+ * slots are all busy only from 32 MiB on). So slices shrink until the longest chunk spreads over
+ * every channel, down to min_slice_bytes (a slice's flag handoff costs about the same whatever its
+ * size). Multiples of 16 bytes keep every slice's start at the chunk's 16-byte alignment (the
+ * kernel's vector loads). The same on every rank: it depends only on what the ranks agree on. */
+static size_t slice_bytes(const struct ringo_dev_coll* c, size_t longest_chunk_bytes) {
+  if (c->min_slice_bytes == 0 || c->min_slice_bytes >= c->slot_bytes) return c->slot_bytes;
+  size_t want = (longest_chunk_bytes + (size_t)c->nchannels - 1) / (size_t)c->nchannels;
+  want = (want + 15) / 16 * 16;
+  const size_t floor = (c->min_slice_bytes + 15) / 16 * 16;
+  if (want < floor) want = floor;
+  return want < c->slot_bytes ? want : c->slot_bytes;
+}
+
 ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct ringo_dev_ring* d) {
   const size_t esize = ringo_type_size(c->type);
   if (esize == 0 || (unsigned)c->op >= RINGO_NUM_OPS)
@@ -34,7 +49,6 @@ ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct rin
   d->nchannels = c->nchannels;
   d->nslots = c->nslots;
   d->slot_bytes = c->slot_bytes;
-  d->slice_elems = c->slot_bytes / esize;
   d->sendbuff = c->sendbuff;
   d->recvbuff = c->recvbuff;
   d->fp = fingerprint_of(c);
@@ -48,6 +62,7 @@ ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct rin
     d->chunk[k] = (struct ringo_dev_chunk){in_off, out_off, len};
     if (len > max_len) max_len = len;
   }
+  d->slice_elems = slice_bytes(c, max_len * esize) / esize;
   d->rounds = ringo_num_rounds(max_len, d->slice_elems);
   return ringoSuccess;
 }

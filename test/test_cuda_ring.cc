@@ -46,6 +46,7 @@ class EmulatedRing {
   }
 
   int gpu_scope = 0;  // the launch's flag scope (RINGO_CUDA_GPU_SCOPE); the CPU's atomics either way
+  size_t min_slice_bytes = 0;  // 0: full slots; else slices shrink to spread over the channels
 
   // Runs one collective on every rank (rank r's buffers in bufs[r]); returns each rank's RINGO_DEV_*
   // code (the first of its channels that failed). skip_rank never runs (a rank that died).
@@ -61,7 +62,8 @@ class EmulatedRing {
     for (int r = 0; r < n_; r++) {
       const Case& c = cases[r];
       const ringo_dev_coll dc = {static_cast<int>(c.coll), c.type, c.op, c.count, n_, r, c.root, ring_.data(),
-                                 bufs[r].send, bufs[r].recv, nch_, nslots_, slot_bytes_, seq_[r]++};
+                                 bufs[r].send, bufs[r].recv, nch_, nslots_, slot_bytes_, seq_[r]++,
+                                 min_slice_bytes};
       EXPECT_EQ(ringo_dev_ring_describe(&dc, &d[r]), ringoSuccess) << ringo_cases::Label(c);
       d[r].recv_region = regions_[r].get();
       d[r].send_region = regions_[(r + 1) % n_].get();
@@ -119,6 +121,7 @@ std::string RunAndCheck(EmulatedRing& ring, const Case& c, int n) {
 struct Shape {
   int n, nchannels, nslots;
   size_t slot_bytes;
+  size_t min_slice = 0;  // RINGO_CUDA_MIN_SLICE_BYTES (0: every slice fills a slot)
 };
 
 class CudaRingEmulated : public testing::TestWithParam<Shape> {};
@@ -129,6 +132,7 @@ class CudaRingEmulated : public testing::TestWithParam<Shape> {};
 TEST_P(CudaRingEmulated, EveryCollectiveTypeAndOpIsExact) {
   const Shape s = GetParam();
   EmulatedRing ring(s.n, s.nchannels, s.nslots, s.slot_bytes);
+  ring.min_slice_bytes = s.min_slice;
   int root = 0;
   const size_t counts[] = {1, static_cast<size_t>(s.n) + 1, 2000 + 3};
   for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce})
@@ -144,12 +148,16 @@ TEST_P(CudaRingEmulated, EveryCollectiveTypeAndOpIsExact) {
       }
 }
 
-const Shape kShapes[] = {{2, 1, 2, 64}, {3, 2, 4, 128}, {4, 3, 2, 256}, {5, 4, 3, 96}, {8, 2, 4, 4096}};
+// The last two shrink their slices to spread short chunks over every channel (16- and 48-byte floors).
+const Shape kShapes[] = {{2, 1, 2, 64},   {3, 2, 4, 128},       {4, 3, 2, 256},
+                         {5, 4, 3, 96},   {8, 2, 4, 4096},      {3, 4, 2, 4096, 16},
+                         {5, 3, 3, 1024, 48}};
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaRingEmulated, testing::ValuesIn(kShapes),
                          [](const testing::TestParamInfo<Shape>& i) {
                            return "N" + std::to_string(i.param.n) + "_ch" + std::to_string(i.param.nchannels) +
                                   "_slots" + std::to_string(i.param.nslots) + "_" +
-                                  std::to_string(i.param.slot_bytes) + "B";
+                                  std::to_string(i.param.slot_bytes) + "B" +
+                                  (i.param.min_slice ? "_min" + std::to_string(i.param.min_slice) + "B" : "");
                          });
 
 // A large all-reduce: thousands of slices through small FIFOs, every channel busy.
@@ -308,12 +316,50 @@ TEST(CudaRingEmulatedMismatch, ARankACollectiveAheadIsCaught) {
   }
 }
 
+// Slices: full slots by default; with a floor, as small as spreads the longest chunk over every
+// channel (16-byte multiples), never below the floor nor above a slot; the same at every position.
+TEST(CudaRingDescribe, SlicesSpreadShortChunksOverEveryChannel) {
+  std::vector<int> ring(4);
+  std::iota(ring.begin(), ring.end(), 0);
+  ringo_dev_ring d;
+  // All-reduce of 1000 floats on 4 ranks: chunks of 250 elements (1000 bytes), 4 channels.
+  ringo_dev_coll c = {RINGO_COLL_ALLREDUCE, ringoFloat32, ringoSum, 1000, 4, 0, 0, ring.data(), nullptr, nullptr, 4, 2,
+                      4096, 1, 0};
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.slice_elems, 1024u) << "no floor: a full slot";
+  EXPECT_EQ(d.rounds, 1u) << "one channel of four busy";
+  c.min_slice_bytes = 16;
+  for (int pos = 0; pos < 4; pos++) {
+    c.pos = pos;
+    ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+    EXPECT_EQ(d.slice_elems, 64u) << "1000 bytes over 4 channels, up to 16 bytes: 256 bytes";
+    EXPECT_EQ(d.rounds, 4u) << "every channel busy";
+  }
+  c.min_slice_bytes = 500;
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.slice_elems, 128u) << "the floor, up to 16 bytes: 512 bytes";
+  EXPECT_EQ(d.rounds, 2u);
+  c.min_slice_bytes = 4096;
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.slice_elems, 1024u) << "a floor of a slot: full slots";
+  c.min_slice_bytes = 16;
+  c.count = 100000;  // chunks of 100000 bytes: over 4 channels still more than a slot
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.slice_elems, 1024u) << "long chunks: full slots";
+  EXPECT_EQ(d.rounds, 25u);
+  c.type = ringoInt8;
+  c.count = 1000;  // chunks of 250 bytes: 63 over 4 channels, up to 64
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.slice_elems, 64u);
+  EXPECT_EQ(d.rounds, 4u);
+}
+
 TEST(CudaRingDescribe, RefusesShapesTheKernelCannotRun) {
   std::vector<int> ring(65);
   std::iota(ring.begin(), ring.end(), 0);
   ringo_dev_ring d;
   ringo_dev_coll c = {RINGO_COLL_ALLREDUCE, ringoFloat32, ringoSum, 10, 65, 0, 0, ring.data(), nullptr, nullptr, 1, 2, 64,
-                      7};
+                      7, 0};
   EXPECT_EQ(ringo_dev_ring_describe(&c, &d), ringoInvalidUsage) << "65 ranks";
   c.nranks = 4;
   c.slot_bytes = 72;

@@ -78,6 +78,9 @@ struct ringo_env {
   int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs (0: as many
                               as the GPU holds resident for all its ranks, at most 64) */
   size_t cuda_slice_bytes; /* RINGO_CUDA_SLICE_BYTES: bytes per device FIFO slot (default 256 KiB) */
+  size_t cuda_min_slice_bytes; /* RINGO_CUDA_MIN_SLICE_BYTES: smallest slice of a collective whose chunks are
+                                  too short to keep every channel busy with full slots (default 16 KiB; the
+                                  slot size or more: every slice fills a slot) */
   int cuda_gpu_scope;      /* RINGO_CUDA_GPU_SCOPE: 1 syncs the ring kernel's flags at GPU scope when every rank
                               of the ring is on one GPU (an experiment: system scope is the default) */
   int staged_phases;       /* RINGO_STAGED_PHASES: most phases a staged device collective is pipelined in

@@ -103,6 +103,8 @@ struct ringo_dev_coll {
   int nchannels, nslots;
   size_t slot_bytes;
   uint64_t seq;              /* the communicator's collective number (ringo_op.seq): same on every rank */
+  size_t min_slice_bytes;    /* 0: every slice fills a slot; else slices shrink (to this, at least) so
+                                that the longest chunk spreads over every channel (device_plan.c) */
 };
 
 /* Fills d's collective part (everything but the regions, counters, error, abort and timeout:
