@@ -627,6 +627,43 @@ ringoResult_t ringo_device_p2p_launch(ringoComm_t comm, const struct ringo_op* c
   return res;
 }
 
+/* What comm's device work among ops needs staged: its collectives' largest extents (when its ring
+ * leaves the host) and its sends' and receives' staging together. */
+static void staged_needs(ringoComm_t comm, const struct ringo_op* ops, size_t nops, size_t need[3]) {
+  need[0] = need[1] = need[2] = 0;
+  for (size_t i = 0; i < nops; i++) {
+    const struct ringo_op* op = &ops[i];
+    if (op->comm != comm || !op->device) continue;
+    if (op->kind != RINGO_KIND_COLL) {
+      need[2] += ringo_p2p_device_stage_bytes(op->count, op->type);
+    } else if (comm->device->staged && comm->nranks > 1) {
+      size_t in, out;
+      ringo_staged_extent(op->coll, op->count, op->type, comm->nranks, comm->rank, op->root, &in, &out);
+      if (in > need[0]) need[0] = in;
+      if (out > need[1]) need[1] = out;
+    }
+  }
+}
+
+void ringo_device_reserve(const struct ringo_op* ops, size_t nops) {
+  for (size_t i = 0; i < nops; i++) {
+    const ringoComm_t comm = ops[i].comm;
+    if (!ops[i].device || !comm->device) continue;
+    size_t first = 0; /* each communicator once, at its first op */
+    while (ops[first].comm != comm || !ops[first].device) first++;
+    size_t need[3];
+    staged_needs(comm, ops, nops, need);
+    if (first != i || need[0] + need[1] + need[2] == 0) continue;
+    struct ringo_device* d = comm->device;
+    int old;
+    if (enter_device(d, &old) != cudaSuccess) continue;
+    const struct ringo_stage_ops sops = stage_ops(d);
+    (void)ringo_stage_reserve(comm, &d->stage, need[0], need[1], need[2], &sops);
+    leave_device(d, old);
+  }
+  (void)cudaGetLastError();
+}
+
 ringoResult_t ringo_device_join(const struct ringo_op* op) {
   struct ringo_device* d = op->comm->device;
   /* A rank alone copies its collectives on the caller's stream itself. */
@@ -687,5 +724,6 @@ ringoResult_t ringo_device_join(const struct ringo_op* op) {
   (void)op;
   return ringoSuccess;
 }
+void ringo_device_reserve(const struct ringo_op* ops, size_t nops) { (void)ops, (void)nops; }
 
 #endif

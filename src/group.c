@@ -166,6 +166,9 @@ static ringoResult_t run_device_ops(struct ringo_op* ops, size_t nops) {
   unsigned char* taken = calloc(nops, 1);
   const struct ringo_op** batch = calloc(nops, sizeof *batch);
   ringoResult_t res = taken && batch ? ringoSuccess : ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
+  /* Every rank's pinned staging first: once one rank's work is on the GPU, another rank's allocation
+   * could wait for it (device.h, ringo_device_reserve). */
+  ringo_device_reserve(ops, nops);
   /* One failure does not stop the others: every communicator's work is launched (or fails on its
    * own), as outside a group. */
   for (size_t i = 0; taken && batch && i < nops; i++) {

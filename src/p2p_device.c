@@ -30,10 +30,12 @@ static void run_batch(void* arg, int run, struct ringo_proxy_task* task) {
   free(b);
 }
 
-static size_t staged_bytes(const struct ringo_p2p_call* c) {
-  const size_t bytes = c->count * ringo_type_size(c->type);
+size_t ringo_p2p_device_stage_bytes(size_t count, ringoDataType_t type) {
+  const size_t bytes = count * ringo_type_size(type);
   return (bytes + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
 }
+
+static size_t staged_bytes(const struct ringo_p2p_call* c) { return ringo_p2p_device_stage_bytes(c->count, c->type); }
 
 static struct p2p_batch* make_batch(ringoComm_t comm, char* staging, const struct ringo_p2p_call* calls, size_t n) {
   struct p2p_batch* b = calloc(1, sizeof *b + n * (sizeof(struct ringo_op) + sizeof(struct ringo_op*)));

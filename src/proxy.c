@@ -157,9 +157,13 @@ static void push(struct ringo_proxy* px, struct ringo_proxy_task* w) {
   pthread_mutex_unlock(&px->mu);
 }
 
+ringoResult_t ringo_proxy_ensure(ringoComm_t comm, struct ringo_proxy** pxp, const struct ringo_stage_ops* ops) {
+  return *pxp ? ringoSuccess : proxy_start(comm, pxp, ops);
+}
+
 ringoResult_t ringo_proxy_mark(ringoComm_t comm, struct ringo_proxy** pxp, const struct ringo_stage_ops* ops) {
   if (!ops->wait_flag) return ringo_fail(ringoInternalError, "the proxy needs a stream that can wait on a flag");
-  if (!*pxp) RINGO_CHECK(proxy_start(comm, pxp, ops));
+  RINGO_CHECK(ringo_proxy_ensure(comm, pxp, ops));
   /* Counted only once on the stream: a marker that failed to enqueue is never waited for. */
   RINGO_CHECK(ops->host_fn(ops->ctx, mark_reached, *pxp));
   (*pxp)->marks_issued++;

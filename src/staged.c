@@ -123,6 +123,15 @@ ringoResult_t ringo_stage_grow(struct ringo_stage* st, void** buf, size_t* cap, 
   return ringoSuccess;
 }
 
+ringoResult_t ringo_stage_reserve(ringoComm_t comm, struct ringo_stage* st, size_t in, size_t out, size_t p2p,
+                                  const struct ringo_stage_ops* ops) {
+  if (in + out + p2p == 0) return ringoSuccess;
+  RINGO_CHECK(ringo_proxy_ensure(comm, &st->proxy, ops));
+  RINGO_CHECK(ringo_stage_grow(st, &st->in, &st->in_cap, in, ops));
+  RINGO_CHECK(ringo_stage_grow(st, &st->out, &st->out_cap, out, ops));
+  return ringo_stage_grow(st, &st->p2p, &st->p2p_cap, p2p, ops);
+}
+
 ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage* st, const struct ringo_stage_ops* ops) {
   struct pipeline pl = {0};
   ringo_staged_extent(op->coll, op->count, op->type, op->comm->nranks, op->comm->rank, op->root, &pl.in_bytes,

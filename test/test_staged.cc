@@ -82,6 +82,31 @@ TEST(StagedAsync, BackToBackLaunchesWithGrowingBuffers) {
   });
 }
 
+// What a group does before launching anything (ringo_stage_reserve): the proxy started and the
+// buffers made for the group's sizes, so its launches allocate nothing; nothing reserved, nothing made.
+TEST(StagedAsync, AReservedStageAllocatesNothingAtLaunch) {
+  ringo_test::RunThreads(2, [](Team& t) {
+    Stager s;
+    ringoComm_t comm = t.comms[0];
+    ASSERT_EQ(ringoSuccess, ringo_stage_reserve(comm, &s.stage, 0, 0, 0, &s.ops));
+    EXPECT_EQ(0, s.stream.allocs) << "nothing to reserve";
+    EXPECT_EQ(nullptr, s.stage.proxy) << "no proxy for no work";
+    const size_t count = 3000;
+    size_t in = 0, out = 0;
+    ringo_staged_extent(RINGO_COLL_ALLREDUCE, count, ringoInt32, 2, t.ranks[0], 0, &in, &out);
+    ASSERT_EQ(ringoSuccess, ringo_stage_reserve(comm, &s.stage, in, out, 100, &s.ops));
+    EXPECT_NE(nullptr, s.stage.proxy);
+    EXPECT_EQ(4, s.stream.allocs) << "the proxy's flag, in, out and the sends' and receives' staging";
+    EXPECT_GE(s.stage.p2p_cap, 100u);
+    std::vector<int32_t> x(count, t.ranks[0] + 1), y(count, -1);
+    ASSERT_EQ(ringoSuccess, Launch(s, comm, RINGO_COLL_ALLREDUCE, x.data(), y.data(), count, ringoInt32, ringoSum, 0))
+        << ringo_thread_last_error();
+    s.stream.Drain();
+    EXPECT_EQ(4, s.stream.allocs) << "the launch allocated";
+    for (size_t i = 0; i < count; i++) ASSERT_EQ(3, y[i]) << "element " << i;
+  });
+}
+
 // A collective the ranks disagree on fails in the host function: the error reaches the
 // communicator on every rank (ringoCommGetAsyncError), nothing crashes or hangs, and the
 // communicator refuses the next call.

@@ -37,6 +37,10 @@ ringoResult_t ringo_device_join(const struct ringo_op* op);
  * every op's stream (p2p_device.c runs them on the communicator's proxy thread); ringo_device_join
  * then makes each op's stream wait for it. */
 ringoResult_t ringo_device_p2p_launch(ringoComm_t comm, const struct ringo_op* const* ops, size_t n);
+/* Before a group launches its device work (ops[0..nops), any communicators): every staged
+ * communicator's pinned buffers grown for its work in the group and its proxy started
+ * (ringo_stage_reserve says why). Best effort: a failure is reported again by the launch. */
+void ringo_device_reserve(const struct ringo_op* ops, size_t nops);
 /* The error a ring kernel of comm left (and puts comm in error), or ringoSuccess. Cheap. */
 ringoResult_t ringo_device_async_error(ringoComm_t comm);
 /* Before host work on comm: waits for its staged device collectives and device sends/receives

@@ -19,6 +19,10 @@ struct ringo_proxy_task;
  * stream go on past every phase. */
 typedef void (*ringo_proxy_fn)(void* arg, int run, struct ringo_proxy_task* task);
 
+/* Makes the proxy (into *px) if there is none yet: its flag is pinned host memory (see
+ * ringo_stage_reserve for why a group makes it before launching anything). */
+ringoResult_t ringo_proxy_ensure(ringoComm_t comm, struct ringo_proxy** px, const struct ringo_stage_ops* ops);
+
 /* Enqueues a marker on the stream of ops, after the copies enqueued so far: the proxy (made on
  * first use, into *px) counts the markers the stream passes. Each phase of the next work ends its
  * input copies with one. */

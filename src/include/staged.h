@@ -64,6 +64,13 @@ ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage*
 ringoResult_t ringo_stage_grow(struct ringo_stage* st, void** buf, size_t* cap, size_t need,
                                const struct ringo_stage_ops* ops);
 
+/* Makes st ready, before anything of a group is launched, for work of these sizes (bytes; 0: none
+ * of that kind): its buffers grown and its proxy started. Ranks of one process share the GPU, and a
+ * pinned allocation may wait for the device work in flight (CUDA's implicit synchronisation), which
+ * can be another rank's wait for work of this rank: so a group allocates for every rank first. */
+ringoResult_t ringo_stage_reserve(ringoComm_t comm, struct ringo_stage* st, size_t in, size_t out, size_t p2p,
+                                  const struct ringo_stage_ops* ops);
+
 /* Host runs (collectives and send/receive batches) of st submitted and not finished. */
 int ringo_staged_pending(const struct ringo_stage* st);
 /* ... of which running now (proxy.h). */
