@@ -294,11 +294,12 @@ run_bench_all() {
 
 # Informational, not part of the verdict, with what the deadline leaves (at least 20 s each): N = 2 again with
 # one knob changed at a time, each over the sizes it matters for ("knob|sizes"), so that the next change to the
-# kernel's synchronisation, channel count or slices starts from a measurement: GPU-scope flags and 32 channels
-# at 256 MiB and above; full slots for every slice (the slices before they spread short chunks over every
-# channel) at 1-64 MiB, beside the N = 2 run's own rows.
-EXPERIMENTS=("RINGO_CUDA_GPU_SCOPE=1|-b 256M -e 1G -f 2" "RINGO_CUDA_CHANNELS=32|-b 256M -e 1G -f 2"
-  "RINGO_CUDA_MIN_SLICE_BYTES=256K|-b 1M -e 64M -f 4")
+# kernel's synchronisation, channel count or slices starts from a measurement: one round at a time through
+# each step (the order before windows), GPU-scope flags and 32 channels at 256 MiB and above; full slots for
+# every slice (the slices before they spread short chunks over every channel) at 1-64 MiB, beside the N = 2
+# run's own rows.
+EXPERIMENTS=("RINGO_CUDA_WINDOW=1|-b 256M -e 1G -f 2" "RINGO_CUDA_GPU_SCOPE=1|-b 256M -e 1G -f 2"
+  "RINGO_CUDA_CHANNELS=32|-b 256M -e 1G -f 2" "RINGO_CUDA_MIN_SLICE_BYTES=256K|-b 1M -e 64M -f 4")
 run_experiments() {
   local bench=$BUILD/bin/ringo-gpu-bench x
   [ -x "$bench" ] || return

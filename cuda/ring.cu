@@ -198,8 +198,12 @@ __host__ __device__ void do_prim(const ringo_dev_ring& d, int prim, const char* 
   }
 }
 
-/* Channel c of this rank: rounds c, c + nchannels, ... each through every step (round-major, as
- * on the host, so a step never waits for more than one slice). Returns a RINGO_DEV_* code. */
+/* Channel c of this rank: rounds c, c + nchannels, ..., taken d.window at a time through every
+ * step: each step moves the window's slices, then the next step. With one round at a time (the
+ * host's order) every step waits for the flag its neighbour has just raised for the same slice, a
+ * round trip per slice; with a window, the neighbour raised it window - 1 slices ago. Both ends of
+ * a link go through their slices in the same order (window, step, round), so the k-th slot sent is
+ * the k-th received. Returns a RINGO_DEV_* code. */
 template <class Final, class Partial>
 __host__ __device__ int run_channel(const ringo_dev_ring& d, int c, unsigned nthreads) {
   typedef typename Final::T T;
@@ -214,24 +218,27 @@ __host__ __device__ int run_channel(const ringo_dev_ring& d, int c, unsigned nth
                d.counters[2 * c + 1]};
   const char* in = (const char*)d.sendbuff;
   char* out = (char*)d.recvbuff;
-  for (uint64_t j = (uint64_t)c; j < d.rounds; j += (uint64_t)d.nchannels) {
+  const uint64_t stride = (uint64_t)d.nchannels, window = (uint64_t)d.window;
+  for (uint64_t j0 = (uint64_t)c; j0 < d.rounds; j0 += stride * window) {
     for (int t = 0; t < d.nsteps; t++) {
       const ringo_dev_step st = d.step[t];
       const ringo_dev_chunk g = d.chunk[st.chunk];
-      const uint64_t first = j * d.slice_elems;
-      if (first >= g.len) continue; /* both ends of the link skip the same empty slice */
-      const size_t n = (size_t)(g.len - first < d.slice_elems ? g.len - first : d.slice_elems);
       const bool receives = ringo_prim_receives(st.prim), sends = ringo_prim_sends(st.prim);
-      const int err = block_wait(x, receives, sends);
-      if (err != RINGO_DEV_OK) {
-        block_fail(x, err);
-        return err;
+      for (uint64_t k = 0, j = j0; k < window && j < d.rounds; k++, j += stride) {
+        const uint64_t first = j * d.slice_elems;
+        if (first >= g.len) break; /* both ends of the link skip the same empty slices */
+        const size_t n = (size_t)(g.len - first < d.slice_elems ? g.len - first : d.slice_elems);
+        const int err = block_wait(x, receives, sends);
+        if (err != RINGO_DEV_OK) {
+          block_fail(x, err);
+          return err;
+        }
+        do_prim<Final, Partial>(d, st.prim, in ? in + (g.in_off + first) * sizeof(T) : NULL,
+                                out ? out + (g.out_off + first) * sizeof(T) : NULL,
+                                receives ? slot_at(x.in_slots, d, x.received) : NULL,
+                                sends ? slot_at(x.out_slots, d, x.sent) : NULL, n, nthreads);
+        block_publish(x, receives, sends);
       }
-      do_prim<Final, Partial>(d, st.prim, in ? in + (g.in_off + first) * sizeof(T) : NULL,
-                              out ? out + (g.out_off + first) * sizeof(T) : NULL,
-                              receives ? slot_at(x.in_slots, d, x.received) : NULL,
-                              sends ? slot_at(x.out_slots, d, x.sent) : NULL, n, nthreads);
-      block_publish(x, receives, sends);
     }
   }
 #ifdef __CUDA_ARCH__
@@ -279,6 +286,8 @@ bool valid(const ringo_dev_ring* d) {
   if (d->nranks < 2 || d->nranks > RINGO_DEV_MAX_RANKS || d->nsteps < 1 || d->nsteps > RINGO_DEV_MAX_STEPS) return false;
   if (d->nchannels < 1 || d->nchannels > RINGO_DEV_MAX_CHANNELS || d->nslots < 1) return false;
   if (d->slice_elems < 1 || d->slot_bytes % 16 != 0) return false;
+  if (d->window < 1 || (d->window > 1 && 2 * d->window > d->nslots)) return false; /* run_channel's waits */
+
   for (int t = 0; t < d->nsteps; t++)
     if (d->step[t].chunk < 0 || d->step[t].chunk >= d->nranks) return false;
   return d->recv_region && d->send_region && d->counters && d->error && d->abort_flag;

@@ -570,7 +570,7 @@ static ringoResult_t launch(const struct ringo_op* op) {
   const struct ringo_dev_coll c = {(int)op->coll, op->type, op->op, op->count, comm->nranks, comm->pos,
                                    comm->pos_of[op->root], comm->ring, op->sendbuff, op->recvbuff,
                                    d->nchannels, DEV_NSLOTS, d->slot_bytes, op->seq,
-                                   comm->env.cuda_min_slice_bytes};
+                                   comm->env.cuda_min_slice_bytes, comm->env.cuda_window};
   RINGO_CHECK(ringo_dev_ring_describe(&c, &r));
   r.recv_region = d->region;
   r.send_region = d->next_region;

@@ -63,6 +63,12 @@ ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct rin
     if (len > max_len) max_len = len;
   }
   d->slice_elems = slice_bytes(c, max_len * esize) / esize;
+  /* A window of W rounds: each step moves W slices before the next step, so a slice's neighbour
+   * finished it W - 1 slices ago and its flag's round trip is hidden behind them. W <= nslots / 2
+   * keeps the waits acyclic: a slot sent in pass t is free again once the next rank has read what
+   * it holds, sent two passes before, in its pass t - 1 (cuda/ring.cu, run_channel). */
+  const int most = c->nslots / 2 > 1 ? c->nslots / 2 : 1;
+  d->window = c->window <= 0 || c->window > most ? most : c->window;
   d->rounds = ringo_num_rounds(max_len, d->slice_elems);
   return ringoSuccess;
 }

@@ -47,6 +47,7 @@ class EmulatedRing {
 
   int gpu_scope = 0;  // the launch's flag scope (RINGO_CUDA_GPU_SCOPE); the CPU's atomics either way
   size_t min_slice_bytes = 0;  // 0: full slots; else slices shrink to spread over the channels
+  int window = 0;              // rounds per step together (0: nslots / 2)
 
   // Runs one collective on every rank (rank r's buffers in bufs[r]); returns each rank's RINGO_DEV_*
   // code (the first of its channels that failed). skip_rank never runs (a rank that died).
@@ -63,7 +64,7 @@ class EmulatedRing {
       const Case& c = cases[r];
       const ringo_dev_coll dc = {static_cast<int>(c.coll), c.type, c.op, c.count, n_, r, c.root, ring_.data(),
                                  bufs[r].send, bufs[r].recv, nch_, nslots_, slot_bytes_, seq_[r]++,
-                                 min_slice_bytes};
+                                 min_slice_bytes, window};
       EXPECT_EQ(ringo_dev_ring_describe(&dc, &d[r]), ringoSuccess) << ringo_cases::Label(c);
       d[r].recv_region = regions_[r].get();
       d[r].send_region = regions_[(r + 1) % n_].get();
@@ -122,6 +123,7 @@ struct Shape {
   int n, nchannels, nslots;
   size_t slot_bytes;
   size_t min_slice = 0;  // RINGO_CUDA_MIN_SLICE_BYTES (0: every slice fills a slot)
+  int window = 0;        // RINGO_CUDA_WINDOW (0: nslots / 2)
 };
 
 class CudaRingEmulated : public testing::TestWithParam<Shape> {};
@@ -133,6 +135,7 @@ TEST_P(CudaRingEmulated, EveryCollectiveTypeAndOpIsExact) {
   const Shape s = GetParam();
   EmulatedRing ring(s.n, s.nchannels, s.nslots, s.slot_bytes);
   ring.min_slice_bytes = s.min_slice;
+  ring.window = s.window;
   int root = 0;
   const size_t counts[] = {1, static_cast<size_t>(s.n) + 1, 2000 + 3};
   for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce})
@@ -148,16 +151,19 @@ TEST_P(CudaRingEmulated, EveryCollectiveTypeAndOpIsExact) {
       }
 }
 
-// The last two shrink their slices to spread short chunks over every channel (16- and 48-byte floors).
-const Shape kShapes[] = {{2, 1, 2, 64},   {3, 2, 4, 128},       {4, 3, 2, 256},
-                         {5, 4, 3, 96},   {8, 2, 4, 4096},      {3, 4, 2, 4096, 16},
+// Windows of nslots / 2 rounds by default (one round where the slots are 2 or 3); one round at a time
+// with 4 slots; three of 6 slots. The last two shrink their slices to spread short chunks over every
+// channel (16- and 48-byte floors).
+const Shape kShapes[] = {{2, 1, 2, 64},   {3, 2, 4, 128},          {3, 2, 4, 128, 0, 1}, {4, 3, 2, 256},
+                         {5, 4, 3, 96},   {4, 3, 6, 256, 0, 3},    {8, 2, 4, 4096},      {3, 4, 2, 4096, 16},
                          {5, 3, 3, 1024, 48}};
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaRingEmulated, testing::ValuesIn(kShapes),
                          [](const testing::TestParamInfo<Shape>& i) {
                            return "N" + std::to_string(i.param.n) + "_ch" + std::to_string(i.param.nchannels) +
                                   "_slots" + std::to_string(i.param.nslots) + "_" +
                                   std::to_string(i.param.slot_bytes) + "B" +
-                                  (i.param.min_slice ? "_min" + std::to_string(i.param.min_slice) + "B" : "");
+                                  (i.param.min_slice ? "_min" + std::to_string(i.param.min_slice) + "B" : "") +
+                                  (i.param.window ? "_w" + std::to_string(i.param.window) : "");
                          });
 
 // A large all-reduce: thousands of slices through small FIFOs, every channel busy.
@@ -324,7 +330,7 @@ TEST(CudaRingDescribe, SlicesSpreadShortChunksOverEveryChannel) {
   ringo_dev_ring d;
   // All-reduce of 1000 floats on 4 ranks: chunks of 250 elements (1000 bytes), 4 channels.
   ringo_dev_coll c = {RINGO_COLL_ALLREDUCE, ringoFloat32, ringoSum, 1000, 4, 0, 0, ring.data(), nullptr, nullptr, 4, 2,
-                      4096, 1, 0};
+                      4096, 1, 0, 0};
   ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
   EXPECT_EQ(d.slice_elems, 1024u) << "no floor: a full slot";
   EXPECT_EQ(d.rounds, 1u) << "one channel of four busy";
@@ -347,6 +353,20 @@ TEST(CudaRingDescribe, SlicesSpreadShortChunksOverEveryChannel) {
   ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
   EXPECT_EQ(d.slice_elems, 1024u) << "long chunks: full slots";
   EXPECT_EQ(d.rounds, 25u);
+  // The window: nslots / 2 rounds unless fewer are asked for; never more (the waits would cycle).
+  EXPECT_EQ(d.window, 1) << "2 slots";
+  c.nslots = 4;
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.window, 2);
+  c.window = 1;
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.window, 1);
+  c.window = 3;
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.window, 2) << "3 of 4 slots would let the waits cycle";
+  c.nslots = 7;
+  ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
+  EXPECT_EQ(d.window, 3);
   c.type = ringoInt8;
   c.count = 1000;  // chunks of 250 bytes: 63 over 4 channels, up to 64
   ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
@@ -359,7 +379,7 @@ TEST(CudaRingDescribe, RefusesShapesTheKernelCannotRun) {
   std::iota(ring.begin(), ring.end(), 0);
   ringo_dev_ring d;
   ringo_dev_coll c = {RINGO_COLL_ALLREDUCE, ringoFloat32, ringoSum, 10, 65, 0, 0, ring.data(), nullptr, nullptr, 1, 2, 64,
-                      7, 0};
+                      7, 0, 0};
   EXPECT_EQ(ringo_dev_ring_describe(&c, &d), ringoInvalidUsage) << "65 ranks";
   c.nranks = 4;
   c.slot_bytes = 72;

@@ -81,6 +81,8 @@ struct ringo_env {
   size_t cuda_min_slice_bytes; /* RINGO_CUDA_MIN_SLICE_BYTES: smallest slice of a collective whose chunks are
                                   too short to keep every channel busy with full slots (default 16 KiB; the
                                   slot size or more: every slice fills a slot) */
+  int cuda_window;         /* RINGO_CUDA_WINDOW: rounds a ring kernel channel takes through each step
+                              together (0: the most its slots allow, 2; 1: one at a time) */
   int cuda_gpu_scope;      /* RINGO_CUDA_GPU_SCOPE: 1 syncs the ring kernel's flags at GPU scope when every rank
                               of the ring is on one GPU (an experiment: system scope is the default) */
   int staged_phases;       /* RINGO_STAGED_PHASES: most phases a staged device collective is pipelined in

@@ -84,7 +84,7 @@ struct ringo_dev_ring {
   const int32_t* abort_flag; /* host-mapped: non-zero makes every wait give up */
   uint64_t timeout_ns;   /* bound on any single wait */
   int32_t gpu_scope;     /* 1: every rank of the ring is on this GPU: flags and fences at GPU scope */
-  int32_t pad_scope;
+  int32_t window;        /* rounds a channel takes through each step together (1 .. nslots / 2) */
   struct ringo_dev_fingerprint fp; /* stamped next to every slot sent, checked on every slot received */
   struct ringo_dev_chunk chunk[RINGO_DEV_MAX_RANKS];
   struct ringo_dev_step step[RINGO_DEV_MAX_STEPS];
@@ -105,6 +105,8 @@ struct ringo_dev_coll {
   uint64_t seq;              /* the communicator's collective number (ringo_op.seq): same on every rank */
   size_t min_slice_bytes;    /* 0: every slice fills a slot; else slices shrink (to this, at least) so
                                 that the longest chunk spreads over every channel (device_plan.c) */
+  int window;                /* rounds a channel takes through each step together: 0 for the most the
+                                slots allow (nslots / 2), 1 for one round at a time (device_plan.c) */
 };
 
 /* Fills d's collective part (everything but the regions, counters, error, abort and timeout:
