@@ -292,14 +292,15 @@ run_bench_all() {
   done
 }
 
-# Informational, not part of the verdict, with what the deadline leaves (at least 20 s each): N = 2 again with
-# one knob changed at a time, each over the sizes it matters for ("knob|sizes"), so that the next change to the
-# kernel's synchronisation, channel count or slices starts from a measurement: one round at a time through
-# each step (the order before windows), GPU-scope flags and 32 channels at 256 MiB and above; full slots for
-# every slice (the slices before they spread short chunks over every channel) at 1-64 MiB, beside the N = 2
-# run's own rows.
-EXPERIMENTS=("RINGO_CUDA_WINDOW=1|-b 256M -e 1G -f 2" "RINGO_CUDA_GPU_SCOPE=1|-b 256M -e 1G -f 2"
-  "RINGO_CUDA_CHANNELS=32|-b 256M -e 1G -f 2" "RINGO_CUDA_MIN_SLICE_BYTES=256K|-b 1M -e 64M -f 4")
+# Informational, not part of the verdict, with what the deadline leaves (at least 20 s each, in this order):
+# N = 2 again with one knob changed at a time, each over the sizes it matters for ("knob|sizes"), so that the
+# next change to the kernel's synchronisation, channel count or slices starts from a measurement: one round at
+# a time through each step (the order before windows) at 256 MiB and above; full slots for every slice (the
+# slices before they spread short chunks over every channel) at 1-64 MiB, beside the N = 2 run's own rows; no
+# fence before each flag's release, GPU-scope flags and 32 channels at 256 MiB and above.
+EXPERIMENTS=("RINGO_CUDA_WINDOW=1|-b 256M -e 1G -f 2" "RINGO_CUDA_MIN_SLICE_BYTES=256K|-b 1M -e 64M -f 4"
+  "RINGO_CUDA_FENCE=0|-b 256M -e 1G -f 2" "RINGO_CUDA_GPU_SCOPE=1|-b 256M -e 1G -f 2"
+  "RINGO_CUDA_CHANNELS=32|-b 256M -e 1G -f 2")
 run_experiments() {
   local bench=$BUILD/bin/ringo-gpu-bench x
   [ -x "$bench" ] || return
@@ -311,7 +312,7 @@ run_experiments() {
       echo "gpu-check: experiment $e not run: no time left"
       continue
     fi
-    cap=$((cap > 40 ? 40 : cap))
+    cap=$((cap > 30 ? 30 : cap))
     local tag=${e//[^A-Za-z0-9]/_}
     step "experiment: N=2 with $e, ${sizes[*]} (at most $cap s; not part of the verdict)"
     env "$e" timeout -k 5 "$cap" "$bench" -N 2 "${sizes[@]}" -d float32 -t $((cap / 3 < 10 ? 10 : cap / 3)) 2>&1 |

@@ -129,13 +129,16 @@ __host__ __device__ int block_wait(const Channel& x, bool receives, bool sends) 
  * moves the flags; the reads of the received slot are done before its tail frees it. The barrier
  * orders the block's accesses before thread 0's, and thread 0's system-scope fence and release
  * are cumulative over what it has so observed: one fence per slice, not one per thread. The
- * slot's stamp, which thread 0 wrote when it found the slot free, goes out with the same fence. */
+ * slot's stamp, which thread 0 wrote when it found the slot free, goes out with the same fence.
+ * The release alone is enough under PTX's memory model (it is a release pattern, cumulative over
+ * what the barrier made thread 0 observe); the fence before it stays by default until a GPU has
+ * measured and checked the difference (RINGO_CUDA_FENCE=0 leaves it out). */
 __host__ __device__ void block_publish(Channel& x, bool receives, bool sends) {
 #ifdef __CUDA_ARCH__
   __syncthreads();
   const bool leader = threadIdx.x == 0;
-  if (leader && x.d->gpu_scope) __threadfence();
-  else if (leader) __threadfence_system();
+  if (leader && x.d->fence && x.d->gpu_scope) __threadfence();
+  else if (leader && x.d->fence) __threadfence_system();
 #else
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   const bool leader = true;

@@ -579,6 +579,7 @@ static ringoResult_t launch(const struct ringo_op* op) {
   r.abort_flag = d->abort_dev;
   r.timeout_ns = (uint64_t)(comm->env.timeout_s * 1e9);
   r.gpu_scope = d->gpu_scope;
+  r.fence = comm->env.cuda_fence;
   /* ringo's kernel waits for the caller's earlier work on its stream; ringo_device_join makes the
    * caller's stream wait for the kernel. */
   RINGO_CHECK(follow_caller(d, op->stream));

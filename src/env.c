@@ -57,6 +57,7 @@ void ringo_env_read(struct ringo_env* env) {
   env->cuda_slice_bytes = env_bytes("RINGO_CUDA_SLICE_BYTES", 256 << 10, 4096, 64 << 20) & ~(size_t)4095;
   env->cuda_min_slice_bytes = env_bytes("RINGO_CUDA_MIN_SLICE_BYTES", 16 << 10, 16, 64 << 20);
   env->cuda_window = (int)env_double("RINGO_CUDA_WINDOW", 0, 0, 64);
+  env->cuda_fence = (int)env_double("RINGO_CUDA_FENCE", 1, 0, 1);
   env->cuda_gpu_scope = (int)env_double("RINGO_CUDA_GPU_SCOPE", 0, 0, 1);
   /* A phase costs a copy per chunk each way and a marker: enough phases to overlap the copies
    * with the transfer, pieces large enough that a copy's launch cost stays small beside it. */
@@ -73,9 +74,9 @@ void ringo_env_read(struct ringo_env* env) {
   if (!env->algo[0]) snprintf(env->algo, sizeof env->algo, "ring");
   RINGO_INFO(RINGO_LOG_ENV,
              "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%zu RINGO_NSLOTS=%d RINGO_SPIN=%d RINGO_YIELD_US=%g RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
-             "RINGO_CUDA_SLICE_BYTES=%zu RINGO_CUDA_MIN_SLICE_BYTES=%zu RINGO_CUDA_WINDOW=%d RINGO_CUDA_GPU_SCOPE=%d RINGO_STAGED_PHASES=%d RINGO_STAGED_PIECE_BYTES=%zu "
+             "RINGO_CUDA_SLICE_BYTES=%zu RINGO_CUDA_MIN_SLICE_BYTES=%zu RINGO_CUDA_WINDOW=%d RINGO_CUDA_FENCE=%d RINGO_CUDA_GPU_SCOPE=%d RINGO_STAGED_PHASES=%d RINGO_STAGED_PIECE_BYTES=%zu "
              "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s",
              env->timeout_s, env->slice_bytes, env->nslots, env->spin, env->yield_us, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
-             env->cuda_min_slice_bytes, env->cuda_window, env->cuda_gpu_scope, env->staged_phases, env->staged_piece_bytes, env->hostname,
+             env->cuda_min_slice_bytes, env->cuda_window, env->cuda_fence, env->cuda_gpu_scope, env->staged_phases, env->staged_piece_bytes, env->hostname,
              env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo);
 }

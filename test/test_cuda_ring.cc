@@ -73,6 +73,7 @@ class EmulatedRing {
       d[r].abort_flag = &abort_;
       d[r].timeout_ns = timeout_ns;
       d[r].gpu_scope = gpu_scope;
+      d[r].fence = 1;
     }
     std::vector<int> codes(static_cast<size_t>(n_) * nch_, 0);
     std::vector<std::thread> threads;

@@ -83,6 +83,8 @@ struct ringo_env {
                                   slot size or more: every slice fills a slot) */
   int cuda_window;         /* RINGO_CUDA_WINDOW: rounds a ring kernel channel takes through each step
                               together (0: the most its slots allow, 2; 1: one at a time) */
+  int cuda_fence;          /* RINGO_CUDA_FENCE: 0 leaves out the ring kernel's fence before each flag's
+                              release (the release alone orders the slice; an experiment) */
   int cuda_gpu_scope;      /* RINGO_CUDA_GPU_SCOPE: 1 syncs the ring kernel's flags at GPU scope when every rank
                               of the ring is on one GPU (an experiment: system scope is the default) */
   int staged_phases;       /* RINGO_STAGED_PHASES: most phases a staged device collective is pipelined in

@@ -85,6 +85,8 @@ struct ringo_dev_ring {
   uint64_t timeout_ns;   /* bound on any single wait */
   int32_t gpu_scope;     /* 1: every rank of the ring is on this GPU: flags and fences at GPU scope */
   int32_t window;        /* rounds a channel takes through each step together (1 .. nslots / 2) */
+  int32_t fence;         /* 1: a fence before each flag's release too (0: the release alone) */
+  int32_t pad_fence;
   struct ringo_dev_fingerprint fp; /* stamped next to every slot sent, checked on every slot received */
   struct ringo_dev_chunk chunk[RINGO_DEV_MAX_RANKS];
   struct ringo_dev_step step[RINGO_DEV_MAX_STEPS];
