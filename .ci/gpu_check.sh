@@ -166,11 +166,15 @@ build_all() {
 # a process group of its own, which the outer timeout does not reach), so that the next part finds the GPU's
 # SMs free: the ranks' ring kernels must all be resident at once.
 reap_leftovers() {
-  local pid cmd left=0
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+  local pid exe left=0
+  [ -n "$BUILD_ABS" ] && [ "$BUILD_ABS" != / ] || return 0
+  for pid in /proc/[0-9]*; do
+    pid=${pid#/proc/}
     [ "$pid" -eq $$ ] && continue
-    cmd=$({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null) || continue
-    case $cmd in "$BUILD"/* | "$BUILD_ABS"/* | *mpirun*"$BUILD"/*) kill -KILL "$pid" 2>/dev/null && left=$((left + 1)) ;; esac
+    # By the program's own path: this build's binaries, however they were started (mpirun exits
+    # once its ranks are gone).
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
+    case $exe in "$BUILD_ABS"/*) kill -KILL "$pid" 2>/dev/null && left=$((left + 1)) ;; esac
   done
   [ "$left" -eq 0 ] || echo "gpu-check: killed $left process(es) a timed-out part left running"
 }
@@ -265,8 +269,7 @@ judge_run() {
 }
 
 # The benchmark runs share BENCH_S (or what the deadline leaves) in proportion to N + 4 (the fixed part is the
-# host's: pinned buffers, filling the inputs), a run that ends early leaving its time to the next ones. The
-# benchmark's own -t is a little shorter, so that a stuck stream is reported by it before timeout kills it.
+# host's: pinned buffers, filling the inputs), a run that ends early leaving its time to the next ones.
 run_bench_all() {
   local bench=$BUILD/bin/ringo-gpu-bench total t0=$SECONDS weight=0 spec n g
   [ -x "$bench" ] || return
@@ -398,9 +401,11 @@ mkdir -p "$LOG" || exit 1
 # Scratch (MPS pipes and logs, a pipe folder with no daemon, each run's own files) outside LOG, which
 # ends with four files (a tool that returns a handful of files gets all of them).
 WORK=$(mktemp -d /tmp/ringo-gc.XXXXXX) || exit 1
+trap 'rm -rf "$WORK"' EXIT
 NO_MPS=$WORK/mps/none RUNS=$WORK/runs
 mkdir -p "$NO_MPS" "$RUNS" || exit 1
-rm -f "$LOG/table.txt" "$LOG/runs.tgz" "$LOG"/bench_N*.txt "$LOG"/bench_N*.json "$LOG"/experiment_*.txt
+# What an earlier version left in LOG goes too (it kept these files and MPS's folder there).
+rm -rf "$LOG/table.txt" "$LOG/runs.tgz" "$LOG"/bench_N*.txt "$LOG"/bench_N*.json "$LOG"/experiment_*.txt "$LOG/mps"
 main 2>&1 | tee "$LOG/gpu_check.log"
 rc=${PIPESTATUS[0]}
 tar czf "$LOG/runs.tgz" -C "$WORK" runs mps 2>/dev/null

@@ -42,6 +42,8 @@ struct ringo_device {
   cudaStream_t stream;    /* ringo's own: kernels of ranks sharing a GPU must never queue behind each other */
   cudaEvent_t ready, done;
   int staged;             /* the ring leaves the host: collectives go through the host ring (staged.c) */
+  size_t min_slice_bytes; /* RINGO_CUDA_MIN_SLICE_BYTES, as every rank has it (agree_knobs) */
+  int window;             /* RINGO_CUDA_WINDOW, likewise */
   int gpu_scope;          /* RINGO_CUDA_GPU_SCOPE=1 and every rank on this GPU: the kernel syncs at GPU scope */
   struct ringo_stage stage;
   int usable;             /* every rank made its region and reached its next rank's */
@@ -52,6 +54,9 @@ struct ringo_device {
 struct dev_probe {
   int32_t ok, dev, pid, nchannels; /* nchannels: the most this rank's device can hold */
   uint64_t nonce;                  /* tells processes apart where pids repeat (pid namespaces) */
+  /* This rank's settings of what both ends of every link must agree on (agree_knobs). */
+  int32_t cap_channels, window;    /* RINGO_CUDA_CHANNELS (0: none), RINGO_CUDA_WINDOW */
+  uint64_t slot_bytes, min_slice;  /* RINGO_CUDA_SLICE_BYTES, RINGO_CUDA_MIN_SLICE_BYTES */
   char pci[24];                    /* the GPU's PCI bus id: device numbers differ between processes */
 };
 /* ... and in the second, once every rank allocated its region for the agreed channel count. */
@@ -367,6 +372,29 @@ static int all_set(const int32_t* flags, int n, int* first_unset) {
   return 1;
 }
 
+/* The knobs both ends of a link must read alike — the region's layout (channels, slot size) and the
+ * order and size of the slices (window, smallest slice) — taken the same on every rank whatever
+ * each process's environment says: the fewest channels and smallest slots asked for, rank 0's
+ * window and smallest slice. Ranks that disagreed would write where their neighbours do not read. */
+static void agree_knobs(ringoComm_t comm, struct ringo_device* d, const struct dev_probe* probes, int n) {
+  int differ = 0;
+  d->nchannels = RINGO_DEV_MAX_CHANNELS;
+  d->slot_bytes = probes[0].slot_bytes;
+  d->window = probes[0].window;
+  d->min_slice_bytes = probes[0].min_slice;
+  for (int r = 0; r < n; r++) {
+    const struct dev_probe* p = &probes[r];
+    if (p->cap_channels > 0 && p->cap_channels < d->nchannels) d->nchannels = p->cap_channels;
+    if (p->slot_bytes < d->slot_bytes) d->slot_bytes = p->slot_bytes;
+    differ |= p->cap_channels != probes[0].cap_channels || p->slot_bytes != probes[0].slot_bytes ||
+              p->window != probes[0].window || p->min_slice != probes[0].min_slice;
+  }
+  if (differ && comm->rank == 0)
+    RINGO_WARN("ranks set RINGO_CUDA_CHANNELS, RINGO_CUDA_SLICE_BYTES, RINGO_CUDA_WINDOW or RINGO_CUDA_MIN_SLICE_BYTES "
+               "differently: every rank uses at most %d channels, %zu-byte slots and rank 0's window (%d) and "
+               "smallest slice (%zu bytes)", d->nchannels, d->slot_bytes, d->window, d->min_slice_bytes);
+}
+
 /* Three allgathers that every rank joins, with or without a GPU, so they stay in step: probe,
  * regions, links. A rank that cannot make its side (no GPU, no IPC, RINGO_CUDA=0) leaves the
  * device path off on every rank, with the reason kept for the first device call; host
@@ -378,7 +406,11 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   d->slot_bytes = comm->env.cuda_slice_bytes;
   d->timeout_s = comm->env.timeout_s;
   const int n = comm->nranks, me = comm->rank, next = comm->ring[(comm->pos + 1) % n];
-  struct dev_probe pmine = {.pid = (int32_t)getpid(), .dev = -1, .nonce = process_nonce()};
+  struct dev_probe pmine = {.pid = (int32_t)getpid(), .dev = -1, .nonce = process_nonce(),
+                            .cap_channels = comm->env.cuda_channels, .window = comm->env.cuda_window,
+                            .slot_bytes = comm->env.cuda_slice_bytes, .min_slice = comm->env.cuda_min_slice_bytes};
+  d->window = comm->env.cuda_window;
+  d->min_slice_bytes = comm->env.cuda_min_slice_bytes;
   /* No GPU, or RINGO_CUDA=0, is the normal case of a host-only job: noted, never warned about. */
   if (!comm->env.cuda_enable) snprintf(d->why, sizeof d->why, "rank %d: RINGO_CUDA=0", me);
   else if (!have_devices()) snprintf(d->why, sizeof d->why, "rank %d: no CUDA device in this process", me);
@@ -408,7 +440,7 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   /* Channels: as many as the busiest device holds for all its ranks at once, the same on every
    * rank (both ends of a link lay out the region alike); RINGO_CUDA_CHANNELS caps it. */
   int all_ok = res == ringoSuccess, who = 0;
-  d->nchannels = comm->env.cuda_channels > 0 ? comm->env.cuda_channels : RINGO_DEV_MAX_CHANNELS;
+  if (all_ok) agree_knobs(comm, d, probes, n);
   for (int r = 0; all_ok && r < n; r++) {
     if (!probes[r].ok) {
       all_ok = 0;
@@ -570,7 +602,7 @@ static ringoResult_t launch(const struct ringo_op* op) {
   const struct ringo_dev_coll c = {(int)op->coll, op->type, op->op, op->count, comm->nranks, comm->pos,
                                    comm->pos_of[op->root], comm->ring, op->sendbuff, op->recvbuff,
                                    d->nchannels, DEV_NSLOTS, d->slot_bytes, op->seq,
-                                   comm->env.cuda_min_slice_bytes, comm->env.cuda_window};
+                                   d->min_slice_bytes, d->window};
   RINGO_CHECK(ringo_dev_ring_describe(&c, &r));
   r.recv_region = d->region;
   r.send_region = d->next_region;
@@ -628,34 +660,17 @@ ringoResult_t ringo_device_p2p_launch(ringoComm_t comm, const struct ringo_op* c
   return res;
 }
 
-/* What comm's device work among ops needs staged: its collectives' largest extents (when its ring
- * leaves the host) and its sends' and receives' staging together. */
-static void staged_needs(ringoComm_t comm, const struct ringo_op* ops, size_t nops, size_t need[3]) {
-  need[0] = need[1] = need[2] = 0;
-  for (size_t i = 0; i < nops; i++) {
-    const struct ringo_op* op = &ops[i];
-    if (op->comm != comm || !op->device) continue;
-    if (op->kind != RINGO_KIND_COLL) {
-      need[2] += ringo_p2p_device_stage_bytes(op->count, op->type);
-    } else if (comm->device->staged && comm->nranks > 1) {
-      size_t in, out;
-      ringo_staged_extent(op->coll, op->count, op->type, comm->nranks, comm->rank, op->root, &in, &out);
-      if (in > need[0]) need[0] = in;
-      if (out > need[1]) need[1] = out;
-    }
-  }
-}
-
 void ringo_device_reserve(const struct ringo_op* ops, size_t nops) {
   for (size_t i = 0; i < nops; i++) {
     const ringoComm_t comm = ops[i].comm;
     if (!ops[i].device || !comm->device) continue;
     size_t first = 0; /* each communicator once, at its first op */
     while (ops[first].comm != comm || !ops[first].device) first++;
-    size_t need[3];
-    staged_needs(comm, ops, nops, need);
-    if (first != i || need[0] + need[1] + need[2] == 0) continue;
+    if (first != i) continue;
     struct ringo_device* d = comm->device;
+    size_t need[3];
+    ringo_stage_needs(comm, d->staged && comm->nranks > 1, ops, nops, need);
+    if (need[0] + need[1] + need[2] == 0) continue;
     int old;
     if (enter_device(d, &old) != cudaSuccess) continue;
     const struct ringo_stage_ops sops = stage_ops(d);

@@ -13,6 +13,7 @@
 
 #include "comm.h"
 #include "core.h"
+#include "p2p_device.h"
 #include "proxy.h"
 
 void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t type, int nranks, int rank, int root,
@@ -121,6 +122,35 @@ ringoResult_t ringo_stage_grow(struct ringo_stage* st, void** buf, size_t* cap, 
   RINGO_CHECK(ops->host_alloc(ops->ctx, buf, size));
   *cap = size;
   return ringoSuccess;
+}
+
+void ringo_stage_needs(ringoComm_t comm, int staged, const struct ringo_op* ops, size_t nops, size_t need[3]) {
+  need[0] = need[1] = need[2] = 0;
+  for (size_t i = 0; i < nops; i++) {
+    const struct ringo_op* op = &ops[i];
+    if (op->comm != comm || !op->device) continue;
+    if (op->kind != RINGO_KIND_COLL) {
+      need[2] += ringo_p2p_device_stage_bytes(op->count, op->type);
+    } else if (staged) {
+      size_t in, out;
+      ringo_staged_extent(op->coll, op->count, op->type, comm->nranks, comm->rank, op->root, &in, &out);
+      if (in > need[0]) need[0] = in;
+      if (out > need[1]) need[1] = out;
+    }
+  }
+}
+
+void ringo_stage_needs_call(ringoComm_t comm, int staged, const struct ringo_stage_call* calls, size_t n,
+                            size_t need[3]) {
+  struct ringo_op* ops = calloc(n ? n : 1, sizeof *ops);
+  need[0] = need[1] = need[2] = 0;
+  if (!ops) return;
+  for (size_t i = 0; i < n; i++)
+    ops[i] = (struct ringo_op){.kind = (enum ringo_op_kind)calls[i].kind, .device = calls[i].device,
+                               .coll = calls[i].coll, .count = calls[i].count, .type = calls[i].type,
+                               .root = calls[i].root, .comm = calls[i].comm};
+  ringo_stage_needs(comm, staged, ops, n, need);
+  free(ops);
 }
 
 ringoResult_t ringo_stage_reserve(ringoComm_t comm, struct ringo_stage* st, size_t in, size_t out, size_t p2p,

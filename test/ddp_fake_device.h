@@ -30,11 +30,11 @@ using ringo_staged_test::FakeStream;
 constexpr auto kBound = std::chrono::seconds(30);
 
 // Waits until the task with this ticket (FakeStream::enqueued() just after it was enqueued) has run.
-void WaitFor(FakeStream* s, size_t ticket) {
+inline void WaitFor(FakeStream* s, size_t ticket) {
   if (!s->WaitFor(ticket, kBound))
     ADD_FAILURE() << "a fake stream waited 30 s for task " << ticket << " (done " << s->done() << ")";
 }
-void Drain(FakeStream& s) { WaitFor(&s, s.enqueued()); }
+inline void Drain(FakeStream& s) { WaitFor(&s, s.enqueued()); }
 
 struct Entry {
   std::string what;  // ready, ready-run, wait, scale, allreduce, broadcast, copy, join, join-run, after; the

@@ -107,6 +107,36 @@ TEST(StagedAsync, AReservedStageAllocatesNothingAtLaunch) {
   });
 }
 
+// What a group's launch reserves for each communicator (ringo_stage_needs): its own device work only,
+// collectives only when staged (largest extents), sends and receives summed at 64-byte rounding.
+TEST(StagedReserve, EachCommunicatorNeedsItsOwnDeviceWork) {
+  ringo_test::RunGroup(2, [](Team& t) {
+    ringoComm_t a = t.comms[0], b = t.comms[1];
+    const ringo_stage_call calls[] = {
+        {a, 1, 0, RINGO_COLL_ALLREDUCE, 1000, ringoInt32, 0},     // 4000 bytes in and out
+        {a, 1, 1, RINGO_COLL_ALLREDUCE, 100, ringoFloat32, 0},    // a send: 400 -> 448
+        {b, 1, 1, RINGO_COLL_ALLREDUCE, 10, ringoInt8, 0},        // b's: 10 -> 64
+        {a, 0, 1, RINGO_COLL_ALLREDUCE, 999999, ringoInt8, 0},    // host memory: not staged
+        {a, 1, 2, RINGO_COLL_ALLREDUCE, 50, ringoFloat64, 0},     // a receive: 400 -> 448
+        {a, 1, 0, RINGO_COLL_ALLGATHER, 300, ringoInt32, 0},      // in 1200, out 2400
+        {b, 1, 0, RINGO_COLL_ALLREDUCE, 1 << 20, ringoInt32, 0},  // b's
+    };
+    size_t need[3];
+    ringo_stage_needs_call(a, 1, calls, 7, need);
+    EXPECT_EQ(4000u, need[0]);
+    EXPECT_EQ(4000u, need[1]);
+    EXPECT_EQ(896u, need[2]);
+    ringo_stage_needs_call(a, 0, calls, 7, need);
+    EXPECT_EQ(0u, need[0]) << "a ring that stays on the host stages no collective";
+    EXPECT_EQ(0u, need[1]);
+    EXPECT_EQ(896u, need[2]);
+    ringo_stage_needs_call(b, 1, calls, 7, need);
+    EXPECT_EQ(4u << 20, need[0]);
+    EXPECT_EQ(4u << 20, need[1]);
+    EXPECT_EQ(64u, need[2]);
+  });
+}
+
 // A collective the ranks disagree on fails in the host function: the error reaches the
 // communicator on every rank (ringoCommGetAsyncError), nothing crashes or hangs, and the
 // communicator refuses the next call.

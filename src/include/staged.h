@@ -71,6 +71,25 @@ ringoResult_t ringo_stage_grow(struct ringo_stage* st, void** buf, size_t* cap, 
 ringoResult_t ringo_stage_reserve(ringoComm_t comm, struct ringo_stage* st, size_t in, size_t out, size_t p2p,
                                   const struct ringo_stage_ops* ops);
 
+/* What comm's device work among ops[0..nops) (any communicators') needs of its staging, in bytes:
+ * need[0] and need[1] the largest input and output extents of its collectives when they are
+ * staged (its ring leaves the host), need[2] its sends' and receives' staging together (at least
+ * any one batch's). */
+void ringo_stage_needs(ringoComm_t comm, int staged, const struct ringo_op* ops, size_t nops, size_t need[3]);
+
+/* Testing hook (test/test_staged.cc, which cannot build a struct ringo_op): the same over calls
+ * described here; kind as enum ringo_op_kind (0 collective, 1 send, 2 receive). */
+struct ringo_stage_call {
+  ringoComm_t comm;
+  int device, kind;
+  enum ringo_coll coll;
+  size_t count;
+  ringoDataType_t type;
+  int root;
+};
+void ringo_stage_needs_call(ringoComm_t comm, int staged, const struct ringo_stage_call* calls, size_t n,
+                            size_t need[3]);
+
 /* Host runs (collectives and send/receive batches) of st submitted and not finished. */
 int ringo_staged_pending(const struct ringo_stage* st);
 /* ... of which running now (proxy.h). */
