@@ -88,7 +88,7 @@ cuda-detect:
 BENCH_BIN := $(filter-out $(BUILD)/bin/ringo-gpu-bench,$(BENCH_BIN))
 ifneq ($(NVCC),)
 tools: $(BUILD)/bin/ringo-gpu-bench
-$(BUILD)/bin/ringo-gpu-bench: bench/ringo-gpu-bench.c bench/gpu_bench.h bench/bench_args.h $(BUILD)/lib/libringo.a include/ringo.h \
+$(BUILD)/bin/ringo-gpu-bench: bench/ringo-gpu-bench.c bench/gpu_bench.h bench/gpu_bench_data.h bench/bench_args.h $(BUILD)/lib/libringo.a include/ringo.h \
                              $(BUILD)/cuda.config
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -DRINGO_HAVE_CUDA -I$(CUDA_ROOT)/include \
@@ -136,6 +136,7 @@ $(BUILD)/bin/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/lib/libringo.a include/
 $(BUILD)/bin/ddp_train: include/ringo_ddp.h
 $(BUILD)/test/test_ddp: bench/mlp.h include/ringo_ddp.h
 $(BUILD)/test/test_bench: $(BUILD)/bin/ringo-bench
+$(BUILD)/test/test_gpu_bench_data: bench/gpu_bench_data.h
 
 # The teaching tools print the library's own schedule and cost model, so they (alone in bench/)
 # see the internal headers.

@@ -6,6 +6,7 @@
 #error "ringo-gpu-bench needs CUDA: the Makefile builds it only when nvcc is found"
 #endif
 #include "gpu_bench.h"
+#include "gpu_bench_data.h"
 
 /* Everything the run owns; device arrays are indexed by rank. */
 struct run {
@@ -27,80 +28,13 @@ struct run {
 
 /* ---------------------------------------------------------------- data */
 
-/* Bits of the small non-negative integer v in dtype t (exact in float32 and in bfloat16 up to 256,
- * so every partial sum of the ring is exact and the result has one right answer, bit for bit). */
-static uint32_t encode(int t, int v) {
-  float f = (float)v;
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  return dtypes[t].type == ringoBfloat16 ? bits >> 16 : bits;
-}
-
-/* Inputs: element i of rank r is value((SHIFT * r + i + extra) % PERIOD). A period prime to every
- * power of two is not a multiple of any chunk or slice boundary, so a ring that reduces or gathers
- * the wrong chunk, slice or offset gets other values; the shift makes every rank's input differ (up
- * to PERIOD ranks). `extra` (0 for the timed loop, 1 for the check's own run) makes the checked
- * result differ from the timed loop's, so a slot left over from an earlier all-reduce shows. */
-#define PERIOD 29
-#define SHIFT 5
-static int value(int k, int nranks) {
-  const int vmax = 256 / nranks < PERIOD - 1 ? 256 / nranks : PERIOD - 1; /* sums stay <= 256 */
-  return k % (vmax + 1);
-}
-
-/* The pattern buffer: value(i % PERIOD) for count + PERIOD elements, so that any rank's input is
- * count elements from its offset on. One period is written, then doubled. */
-static void fill_pattern(struct run* R, int t, size_t count) {
-  const size_t es = dtypes[t].size, total = (count + PERIOD) * es;
-  for (int k = 0; k < PERIOD; k++) {
-    const uint32_t v = encode(t, value(k, R->o->nranks));
-    const uint16_t h = (uint16_t)v;
-    memcpy(R->pattern + es * (size_t)k, es == 4 ? (const void*)&v : (const void*)&h, es);
-  }
-  for (size_t have = PERIOD * es; have < total; have *= 2)
-    memcpy(R->pattern + have, R->pattern, have < total - have ? have : total - have);
-}
-
-/* Where rank r's input starts in the pattern, in elements. */
-static size_t input_offset(int r, int extra) { return (size_t)(SHIFT * r + extra) % PERIOD; }
-
-/* Elements whose bits differ from expect[(i + first) % PERIOD]: the sums are exact, so any
- * difference is wrong. */
-static uint64_t count_wrong(const unsigned char* got, size_t count, size_t es, const uint32_t expect[PERIOD],
-                            int first) {
-  uint64_t wrong = 0;
-  int k = first;
-  for (size_t i = 0; i < count; i++) {
-    uint32_t v = 0;
-    if (es == 4) memcpy(&v, got + 4 * i, 4);
-    else {
-      uint16_t h;
-      memcpy(&h, got + 2 * i, 2);
-      v = h;
-    }
-    wrong += v != expect[k];
-    if (++k == PERIOD) k = 0;
-  }
-  return wrong;
-}
-
-/* expect[k]: the bits of the sum over ranks of element k of the inputs made with extra = 0. */
-static void expected_sums(const struct run* R, int t, uint32_t expect[PERIOD]) {
-  const int n = R->o->nranks;
-  for (int k = 0; k < PERIOD; k++) {
-    int sum = 0;
-    for (int r = 0; r < n; r++) sum += value((int)((input_offset(r, 0) + (size_t)k) % PERIOD), n);
-    expect[k] = encode(t, sum);
-  }
-}
-
 /* Copies every rank's result to the host; returns the elements that differ from the exact sum of
  * inputs made with `extra`, summed over ranks, and sets *identical to whether every rank's bytes
  * equal rank 0's. */
 static uint64_t check_results(struct run* R, int t, size_t count, int extra, int* identical) {
   const int n = R->o->nranks;
-  uint32_t expect[PERIOD];
-  expected_sums(R, t, expect);
+  uint32_t expect[GBD_PERIOD];
+  gbd_expected_sums(dtypes[t].size, n, expect);
   size_t bytes = count * dtypes[t].size;
   uint64_t wrong = 0;
   *identical = 1;
@@ -108,7 +42,7 @@ static uint64_t check_results(struct run* R, int t, size_t count, int extra, int
     unsigned char* h = R->host[r ? 1 : 0];
     CU(cudaMemcpyAsync(h, R->recv[r], bytes, cudaMemcpyDeviceToHost, R->streams[r]));
     CU(cudaStreamSynchronize(R->streams[r]));
-    wrong += count_wrong(h, count, dtypes[t].size, expect, extra);
+    wrong += gbd_count_wrong(h, count, dtypes[t].size, expect, extra);
     if (r && memcmp(h, R->host[0], bytes) != 0) *identical = 0;
   }
   return wrong;
@@ -223,12 +157,12 @@ static void print_row(struct run* R, const struct row* w) {
   R->nrows++;
 }
 
-/* Every rank's input (made with `extra`, see value()) into its send buffer, and a result buffer of
- * all ones, a NaN in both types: a result never written cannot pass the check. */
+/* Every rank's input (made with `extra`, see gpu_bench_data.h) into its send buffer, and a result
+ * buffer of all ones, a NaN in both types: a result never written cannot pass the check. */
 static void load_inputs(struct run* R, int t, size_t count, int extra) {
   const size_t es = dtypes[t].size;
   for (int r = 0; r < R->o->nranks; r++) {
-    CU(cudaMemcpyAsync(R->send[r], R->pattern + input_offset(r, extra) * es, count * es, cudaMemcpyHostToDevice,
+    CU(cudaMemcpyAsync(R->send[r], R->pattern + gbd_input_offset(r, extra) * es, count * es, cudaMemcpyHostToDevice,
                        R->streams[r]));
     CU(cudaMemsetAsync(R->recv[r], 0xff, count * es, R->streams[r]));
   }
@@ -342,8 +276,8 @@ static void setup(struct run* R, size_t max_count_bytes) {
     CU(cudaEventCreate(&R->start[r]));
     CU(cudaEventCreate(&R->stop[r]));
   }
-  /* count + PERIOD elements (a rank's input starts at most PERIOD - 1 elements in). */
-  CU(cudaMallocHost((void**)&R->pattern, max_count_bytes + PERIOD * sizeof(float)));
+  /* count + GBD_PERIOD elements (a rank's input starts at most GBD_PERIOD - 1 elements in). */
+  CU(cudaMallocHost((void**)&R->pattern, max_count_bytes + GBD_PERIOD * sizeof(float)));
   if (o->check) {
     CU(cudaMallocHost((void**)&R->host[0], max_count_bytes));
     CU(cudaMallocHost((void**)&R->host[1], max_count_bytes));
@@ -395,7 +329,7 @@ int main(int argc, char** argv) {
   double busbw_sum = 0;
   for (int k = 0; k < o.ntypes; k++) {
     const int t = o.types[k];
-    fill_pattern(&R, t, largest / dtypes[t].size);
+    gbd_fill_pattern(R.pattern, dtypes[t].size, largest / dtypes[t].size, o.nranks);
     for (size_t bytes = o.minbytes; bytes <= largest; bytes *= (size_t)o.factor) {
       size_t count = bytes / dtypes[t].size;
       if (!count) continue;
