@@ -129,6 +129,19 @@ __host__ __device__ inline void do_vec(const Plan& p, size_t off, uint4 x, uint4
   if (p.dst2) store_vec(p.dst2 + off, r);
 }
 
+/* Scalar j of the head-then-tail numbering, as a byte offset. */
+template <class T>
+__host__ __device__ inline size_t scalar_offset(const Plan& p, size_t j, size_t tail) {
+  return (j < p.head ? j : tail + (j - p.head)) * sizeof(T);
+}
+
+template <class Op>
+__host__ __device__ inline void do_one(const Plan& p, size_t off, typename Op::T x, typename Op::T y) {
+  const typename Op::T r = Op::apply(x, y, p.divisor);
+  store_one<typename Op::T>(p.dst + off, r, p.unaligned);
+  if (p.dst2) store_one<typename Op::T>(p.dst2 + off, r, p.unaligned);
+}
+
 /* Everything thread tid of an nthreads-thread grid does; the kernel and the CPU emulation both
  * run exactly this. Vector v goes to thread v % nthreads, so a warp's loads are contiguous. */
 template <class Op>
@@ -152,15 +165,29 @@ __host__ __device__ void run_thread(const Plan& p, size_t tid, size_t nthreads) 
     const uint4 x = load_vec(p.a + off);
     do_vec<Op>(p, off, x, Op::kUnary ? x : load_vec(p.b + off));
   }
-  /* The scalars: the head, then the tail, numbered together. */
+  /* The scalars: the head, then the tail, numbered together — all of the buffer when the pointers
+   * are not at one offset modulo 16 (a chunk of an all-reduce whose count the ranks do not divide
+   * by 16 bytes' worth, say). Loaded kUnroll at a time like the vectors, so that even then each
+   * thread keeps several loads in flight. */
   const size_t tail = p.head + p.nvec * (16 / sizeof(T));
   const size_t nscalar = p.head + (p.count - tail);
-  for (size_t j = tid; j < nscalar; j += nthreads) {
-    const size_t off = (j < p.head ? j : tail + (j - p.head)) * sizeof(T);
+  size_t j = tid;
+  for (; j + (kUnroll - 1) * nthreads < nscalar; j += kUnroll * nthreads) {
+    T x[kUnroll], y[kUnroll];
+    size_t off[kUnroll];
+    UNROLL
+    for (size_t k = 0; k < kUnroll; k++) {
+      off[k] = scalar_offset<T>(p, j + k * nthreads, tail);
+      x[k] = load_one<T>(p.a + off[k], p.unaligned);
+      y[k] = Op::kUnary ? x[k] : load_one<T>(p.b + off[k], p.unaligned);
+    }
+    UNROLL
+    for (size_t k = 0; k < kUnroll; k++) do_one<Op>(p, off[k], x[k], y[k]);
+  }
+  for (; j < nscalar; j += nthreads) {
+    const size_t off = scalar_offset<T>(p, j, tail);
     const T x = load_one<T>(p.a + off, p.unaligned);
-    const T r = Op::apply(x, Op::kUnary ? x : load_one<T>(p.b + off, p.unaligned), p.divisor);
-    store_one<T>(p.dst + off, r, p.unaligned);
-    if (p.dst2) store_one<T>(p.dst2 + off, r, p.unaligned);
+    do_one<Op>(p, off, x, Op::kUnary ? x : load_one<T>(p.b + off, p.unaligned));
   }
 }
 
