@@ -13,8 +13,9 @@
  * prime to every power of two is not a multiple of any chunk or slice boundary, so a ring that
  * reduces or gathers the wrong chunk, slice or offset gets other values; the shift makes every
  * rank's input differ (up to GBD_PERIOD ranks). `extra` (0 for the timed loop, 1 for the check's
- * own run) makes the checked result differ from the timed loop's (unless the ranks are a multiple
- * of GBD_PERIOD), so a slot left from an earlier all-reduce shows. */
+ * own run) makes the checked result differ from the timed loop's, so a slot left from an earlier
+ * all-reduce shows. With a multiple of GBD_PERIOD ranks the shifts cover every phase and every sum
+ * is the same: such runs catch only a rank missing or counted twice and a result never written. */
 #define GBD_PERIOD 29
 #define GBD_SHIFT 5
 

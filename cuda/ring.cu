@@ -287,7 +287,7 @@ const RingKernel kRing[RINGO_NUM_TYPES][RINGO_NUM_OPS] = {RINGO_EW_TYPES(RING_RO
 bool valid(const ringo_dev_ring* d) {
   if (!d || (unsigned)d->type >= RINGO_NUM_TYPES || (unsigned)d->op >= RINGO_NUM_OPS) return false;
   if (d->nranks < 2 || d->nranks > RINGO_DEV_MAX_RANKS || d->nsteps < 1 || d->nsteps > RINGO_DEV_MAX_STEPS) return false;
-  if (d->nchannels < 1 || d->nchannels > RINGO_DEV_MAX_CHANNELS || d->nslots < 1) return false;
+  if (d->nchannels < 1 || d->nchannels > RINGO_DEV_MAX_CHANNELS || d->nslots < 2) return false; /* 1 deadlocks */
   if (d->slice_elems < 1 || d->slot_bytes % 16 != 0) return false;
   if (d->window < 1 || (d->window > 1 && 2 * d->window > d->nslots)) return false; /* run_channel's waits */
 

@@ -38,11 +38,12 @@ ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct rin
   if (c->nranks < 2 || c->nranks > RINGO_DEV_MAX_RANKS)
     return ringo_fail(ringoInvalidUsage, "the device ring supports 2 to %d ranks, not %d", RINGO_DEV_MAX_RANKS,
                       c->nranks);
-  if (c->nchannels < 1 || c->nchannels > RINGO_DEV_MAX_CHANNELS || c->nslots < 1 || c->slot_bytes < esize ||
+  if (c->nchannels < 1 || c->nchannels > RINGO_DEV_MAX_CHANNELS || c->nslots < 2 || c->slot_bytes < esize ||
       c->slot_bytes % 16 != 0)
     return ringo_fail(ringoInvalidArgument, "device ring: %d channels of %d slots of %zu bytes", c->nchannels,
                       c->nslots, c->slot_bytes);
   memset(d, 0, sizeof *d);
+  d->fence = 1; /* the default path; the caller may turn it off (RINGO_CUDA_FENCE=0) */
   d->type = (int32_t)c->type;
   d->op = (int32_t)c->op;
   d->nranks = c->nranks;
@@ -65,8 +66,10 @@ ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct rin
   d->slice_elems = slice_bytes(c, max_len * esize) / esize;
   /* A window of W rounds: each step moves W slices before the next step, so a slice's neighbour
    * finished it W - 1 slices ago and its flag's round trip is hidden behind them. W <= nslots / 2
-   * keeps the waits acyclic: a slot sent in pass t is free again once the next rank has read what
-   * it holds, sent two passes before, in its pass t - 1 (cuda/ring.cu, run_channel). */
+   * keeps the waits acyclic by a short argument: a slot sent in pass t is free again once the next
+   * rank has read what it holds, sent two passes before, in its pass t - 1 (cuda/ring.cu,
+   * run_channel); one window fills while the previous one drains. (A model of the schedule and
+   * the emulation found no deadlock up to W = nslots - 1 either; W = nslots deadlocks.) */
   const int most = c->nslots / 2 > 1 ? c->nslots / 2 : 1;
   d->window = c->window <= 0 || c->window > most ? most : c->window;
   d->rounds = ringo_num_rounds(max_len, d->slice_elems);

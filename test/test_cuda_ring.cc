@@ -364,7 +364,7 @@ TEST(CudaRingDescribe, SlicesSpreadShortChunksOverEveryChannel) {
   EXPECT_EQ(d.window, 1);
   c.window = 3;
   ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
-  EXPECT_EQ(d.window, 2) << "3 of 4 slots would let the waits cycle";
+  EXPECT_EQ(d.window, 2) << "at most half the slots: one window fills while the previous one drains";
   c.nslots = 7;
   ASSERT_EQ(ringo_dev_ring_describe(&c, &d), ringoSuccess);
   EXPECT_EQ(d.window, 3);
@@ -386,6 +386,9 @@ TEST(CudaRingDescribe, RefusesShapesTheKernelCannotRun) {
   c.slot_bytes = 72;
   EXPECT_EQ(ringo_dev_ring_describe(&c, &d), ringoInvalidArgument) << "slot not a multiple of 16";
   c.slot_bytes = 64;
+  c.nslots = 1;
+  EXPECT_EQ(ringo_dev_ring_describe(&c, &d), ringoInvalidArgument) << "one slot: every step would wait for itself";
+  c.nslots = 2;
   c.type = static_cast<ringoDataType_t>(RINGO_NUM_TYPES);
   EXPECT_EQ(ringo_dev_ring_describe(&c, &d), ringoInvalidArgument) << "bad dtype";
   c.type = ringoFloat32;
@@ -393,6 +396,7 @@ TEST(CudaRingDescribe, RefusesShapesTheKernelCannotRun) {
   EXPECT_EQ(d.nsteps, 2 * 4 - 1);
   EXPECT_EQ(d.slice_elems, 16u);
   EXPECT_EQ(d.rounds, 1u);
+  EXPECT_EQ(d.fence, 1) << "the fence before each release is the default";
   EXPECT_LE(sizeof(ringo_dev_ring), 4096u) << "a kernel parameter must fit 4 KiB";
   // The fingerprint: every field the ranks must agree on, exact.
   c.coll = RINGO_COLL_REDUCE;
