@@ -186,7 +186,7 @@ static void trace_slice(const struct ringo_op* op, int t, const struct ringo_ste
   const ringoComm_t comm = op->comm;
   const int receives = ringo_prim_receives(st->prim), sends = ringo_prim_sends(st->prim);
   const struct ringo_trace_event ev = {
-      .coll = op->coll, .prim = st->prim, .seq = atomic_load_explicit(&comm->collectives, memory_order_relaxed),
+      .coll = op->coll, .prim = st->prim, .seq = op->seq, /* its own number, also when the proxy runs it later */
       .step = t, .chunk = st->chunk,
       .recv_peer = receives ? comm->ring[ringo_mod(comm->pos - 1, comm->nranks)] : -1,
       .send_peer = sends ? comm->ring[ringo_mod(comm->pos + 1, comm->nranks)] : -1,

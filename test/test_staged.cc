@@ -6,7 +6,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,6 +107,37 @@ TEST(StagedAsync, AReservedStageAllocatesNothingAtLaunch) {
     EXPECT_EQ(4, s.stream.allocs) << "the launch allocated";
     for (size_t i = 0; i < count; i++) ASSERT_EQ(3, y[i]) << "element " << i;
   });
+}
+
+// RINGO_TRACE names each staged collective's slices with its own number (the collective's seq), not
+// with how many had been launched by the time the proxy ran it: two launched back to back while the
+// stream is held are 0 and 1 in the trace.
+TEST(StagedTrace, EachCollectiveKeepsItsNumber) {
+  const std::string path = ::testing::TempDir() + "ringo_staged_trace_" + std::to_string(getpid()) + ".json";
+  unlink(path.c_str());
+  ringo_test::Options opts;
+  opts.env = {{"RINGO_TRACE", path}};
+  ringo_test::RunThreads(2, [](Team& t) {
+    Stager s;
+    const size_t count = 4096;
+    std::vector<float> in(count, 1.0f), out1(count), out2(count);
+    s.stream.SetGate(false);
+    ASSERT_EQ(ringoSuccess, Launch(s, t.comms[0], RINGO_COLL_ALLREDUCE, in.data(), out1.data(), count, ringoFloat32,
+                                   ringoSum, 0));
+    ASSERT_EQ(ringoSuccess, Launch(s, t.comms[0], RINGO_COLL_ALLREDUCE, in.data(), out2.data(), count, ringoFloat32,
+                                   ringoSum, 0));
+    s.stream.SetGate(true);
+    s.stream.Drain();
+    EXPECT_EQ(2.0f, out2[count - 1]);
+  }, opts);
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  unlink(path.c_str());
+  const std::string json = text.str();
+  EXPECT_NE(std::string::npos, json.find("\"seq\":0,")) << json.substr(0, 400);
+  EXPECT_NE(std::string::npos, json.find("\"seq\":1,")) << json.substr(0, 400);
+  EXPECT_EQ(std::string::npos, json.find("\"seq\":2,")) << "a collective numbered by launches, not by itself";
 }
 
 // What a group's launch reserves for each communicator (ringo_stage_needs): its own device work only,
