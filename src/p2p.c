@@ -171,6 +171,8 @@ struct task {
   uint64_t seq;
   int finished;
   double next_alive;
+  struct task* self_recv; /* a send to this rank: the receive it fills (pair_self) */
+  int self_paired;        /* a receive from this rank: filled by its send */
 };
 
 static const char* kind_name(const struct ringo_op* op) { return op->kind == RINGO_KIND_SEND ? "ringoSend" : "ringoRecv"; }
@@ -187,9 +189,33 @@ static ringoResult_t header_mismatch(ringoComm_t comm, const struct task* t, con
                     ringo_type_name((ringoDataType_t)h->type), (unsigned long long)h->offset);
 }
 
+/* With phases, a send's bytes [0, limit) are staged: a slice past them waits (not ready). */
+static ringoResult_t staged_limit(const ringoComm_t comm, const struct task* t, const struct ringo_p2p_phases* ph,
+                                  size_t* limit) {
+  *limit = t->bytes;
+  if (!ph || t->op->kind != RINGO_KIND_SEND) return ringoSuccess;
+  const int staged = ph->staged(ph->ctx);
+  if (staged < 0)
+    return ringo_fail(ringoInvalidUsage, "rank %d: a device send's bytes never reached host memory (its stream failed, "
+                      "or the communicator was aborted, torn down or in error first)", comm->rank);
+  if (staged < ph->n && (size_t)staged * ph->piece < *limit) *limit = (size_t)staged * ph->piece;
+  return ringoSuccess;
+}
+
+/* Tells the stream (ph->done) each phase every receive of the batch now holds, but the last. */
+static void report_received(const struct task* tasks, size_t n, const struct ringo_p2p_phases* ph, int* reported) {
+  size_t least = SIZE_MAX;
+  for (size_t i = 0; i < n; i++)
+    if (tasks[i].op->kind == RINGO_KIND_RECV && !tasks[i].finished && tasks[i].done < least) least = tasks[i].done;
+  const size_t whole = least == SIZE_MAX ? (size_t)ph->n : least / ph->piece;
+  const int held = whole < (size_t)ph->n - 1 ? (int)whole : ph->n - 1;
+  while (*reported < held) ph->done(ph->ctx, (*reported)++);
+}
+
 /* Moves one slice of t if its link is ready (or waits for it when may_block: the last task left
  * has nobody else to make way for). *moved = 1 when a slice moved. */
-static ringoResult_t task_step(ringoComm_t comm, struct task* t, int may_block, int* moved) {
+static ringoResult_t task_step(ringoComm_t comm, struct task* t, const struct ringo_p2p_phases* ph, int may_block,
+                               int* moved) {
   const struct ringo_op* op = t->op;
   const int sending = op->kind == RINGO_KIND_SEND;
   struct ringo_conn* c = sending ? &comm->p2p[op->peer].send : &comm->p2p[op->peer].recv;
@@ -199,7 +225,13 @@ static ringoResult_t task_step(ringoComm_t comm, struct task* t, int may_block, 
   else RINGO_CHECK(try_open_recv_link(comm, op->peer, &t->next_alive, &ready));
   if (ready && !may_block) RINGO_CHECK(c->tp->poll(c->link, &ready));
   if (!ready) return ringoSuccess;
-  const size_t n = t->bytes - t->done < comm->slot_bytes - P2P_HEADER ? t->bytes - t->done : comm->slot_bytes - P2P_HEADER;
+  /* At most a slot's payload; a send staged in phases stops where the stream has staged so far
+   * (a receiver takes any slice up to a slot that continues the message where it stands). */
+  size_t n = t->bytes - t->done < comm->slot_bytes - P2P_HEADER ? t->bytes - t->done : comm->slot_bytes - P2P_HEADER;
+  size_t limit;
+  RINGO_CHECK(staged_limit(comm, t, ph, &limit));
+  if (t->done >= limit) return ringoSuccess; /* not staged yet: not ready */
+  if (t->done + n > limit) n = limit - t->done;
   const struct p2p_header mine = {P2P_MAGIC, (uint32_t)op->type, t->seq, op->count, t->done};
   if (sending) {
     void* slot;
@@ -214,7 +246,9 @@ static ringoResult_t task_step(ringoComm_t comm, struct task* t, int may_block, 
     struct p2p_header theirs = {0};
     RINGO_CHECK(c->tp->recv_acquire(c->link, &slot, &got));
     if (got >= P2P_HEADER) memcpy(&theirs, slot, sizeof theirs);
-    if (got != n + P2P_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0) return header_mismatch(comm, t, &theirs, got);
+    if (got <= P2P_HEADER || got > n + P2P_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0)
+      return header_mismatch(comm, t, &theirs, got);
+    n = got - P2P_HEADER;
     ringo_copy2((char*)op->recvbuff + t->done, NULL, (const char*)slot + P2P_HEADER, n);
     RINGO_CHECK(c->tp->recv_release(c->link));
     atomic_fetch_add_explicit(&comm->bytes_received, n, memory_order_relaxed);
@@ -225,7 +259,8 @@ static ringoResult_t task_step(ringoComm_t comm, struct task* t, int may_block, 
   return ringoSuccess;
 }
 
-/* Sends and receives to oneself pair up in call order inside the batch: the data is copied. */
+/* Sends and receives to oneself pair up in call order inside the batch; progress copies the data
+ * (self_step), as far as it is staged. */
 static ringoResult_t pair_self(ringoComm_t comm, struct task* tasks, size_t n) {
   size_t r = 0;
   for (size_t s = 0; s < n; s++) {
@@ -240,14 +275,27 @@ static ringoResult_t pair_self(ringoComm_t comm, struct task* tasks, size_t n) {
       return ringo_fail(ringoInvalidUsage, "point-to-point mismatch: rank %d sends %zu x %s to itself but receives "
                         "%zu x %s", comm->rank, send->count, ringo_type_name(send->type), recv->count,
                         ringo_type_name(recv->type));
-    if (send->count) memmove(recv->recvbuff, send->sendbuff, tasks[s].bytes);
-    tasks[s].finished = tasks[r].finished = 1;
+    tasks[s].self_recv = &tasks[r];
+    tasks[r].self_paired = 1;
     r++;
   }
   for (; r < n; r++)
-    if (tasks[r].op->kind == RINGO_KIND_RECV && tasks[r].op->peer == comm->rank && !tasks[r].finished)
+    if (tasks[r].op->kind == RINGO_KIND_RECV && tasks[r].op->peer == comm->rank && !tasks[r].self_paired)
       return ringo_fail(ringoInvalidUsage, "rank %d: ringoRecv from itself needs a matching ringoSend to itself in "
                         "the same group", comm->rank);
+  return ringoSuccess;
+}
+
+/* A send to this rank: copies what is staged of it into its receive. */
+static ringoResult_t self_step(ringoComm_t comm, struct task* t, const struct ringo_p2p_phases* ph, int* moved) {
+  size_t limit;
+  *moved = 0;
+  RINGO_CHECK(staged_limit(comm, t, ph, &limit));
+  if (t->done >= limit) return ringoSuccess;
+  memmove((char*)t->self_recv->op->recvbuff + t->done, (const char*)t->op->sendbuff + t->done, limit - t->done);
+  t->done = t->self_recv->done = limit;
+  t->finished = t->self_recv->finished = limit == t->bytes;
+  *moved = 1;
   return ringoSuccess;
 }
 
@@ -279,25 +327,28 @@ static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t 
  * nap — bounded by RINGO_TIMEOUT without progress. A peer that is late or slow to free a slot is
  * usually back within the yields: napping after 16 quick passes made every stall of a 2 MiB group
  * exchange sleep a timer slice — with the peer 150-300 us late it took 1.1-2x as long as now. */
-static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n) {
+static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, const struct ringo_p2p_phases* ph) {
   size_t left = 0;
   for (size_t i = 0; i < n; i++) left += !tasks[i].finished;
   const struct timespec nap = {0, P2P_NAP_NS};
   double stall_start = 0;
+  int reported = 0; /* phases every receive holds, told to the stream */
+  if (ph) report_received(tasks, n, ph, &reported);
   for (int idle = 0; left > 0;) {
     int progressed = 0;
     for (size_t i = 0; i < n; i++) {
       struct task* t = &tasks[i];
-      if (t->finished || waits_for_earlier(tasks, i)) continue;
+      if (t->finished || t->self_paired || waits_for_earlier(tasks, i)) continue;
       for (int moved = 1; moved && !t->finished;) {
-        ringoResult_t res = task_step(comm, t, left == 1, &moved);
+        ringoResult_t res = t->self_recv ? self_step(comm, t, ph, &moved) : task_step(comm, t, ph, left == 1, &moved);
         if (res != ringoSuccess)
           return ringo_annotate(res, "%s [in %s #%llu %s rank %d, at byte %zu of %zu]", ringo_thread_last_error(),
                                 kind_name(t->op), (unsigned long long)t->seq,
                                 t->op->kind == RINGO_KIND_SEND ? "to" : "from", t->op->peer, t->done, t->bytes);
         progressed |= moved;
+        if (ph && moved && (t->op->kind == RINGO_KIND_RECV || t->self_recv)) report_received(tasks, n, ph, &reported);
       }
-      left -= t->finished;
+      left -= t->finished + (t->self_recv && t->finished); /* a send to itself finishes its receive too */
     }
     if (progressed) {
       idle = 0;
@@ -313,7 +364,8 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n) {
   return ringoSuccess;
 }
 
-static ringoResult_t run_batch(ringoComm_t comm, struct task* tasks, const struct ringo_op* const* ops, size_t n) {
+static ringoResult_t run_batch(ringoComm_t comm, struct task* tasks, const struct ringo_op* const* ops, size_t n,
+                               const struct ringo_p2p_phases* ph) {
   for (size_t i = 0; i < n; i++) {
     struct ringo_p2p_peer* pp = &comm->p2p[ops[i]->peer];
     tasks[i].op = ops[i];
@@ -323,10 +375,11 @@ static ringoResult_t run_batch(ringoComm_t comm, struct task* tasks, const struc
       tasks[i].seq = ops[i]->kind == RINGO_KIND_SEND ? pp->sent++ : pp->received++;
   }
   RINGO_CHECK(pair_self(comm, tasks, n));
-  return progress(comm, tasks, n);
+  return progress(comm, tasks, n, ph);
 }
 
-static ringoResult_t run_p2p(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int after_device) {
+static ringoResult_t run_p2p(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int after_device,
+                             const struct ringo_p2p_phases* ph) {
   ringoResult_t res = ringo_comm_check_usable(comm, kind_name(ops[0]));
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   struct task* tasks = calloc(n, sizeof *tasks);
@@ -334,7 +387,7 @@ static ringoResult_t run_p2p(ringoComm_t comm, const struct ringo_op* const* ops
   atomic_fetch_add(&comm->inflight, 1);
   /* The proxy of device sends and receives drives the same links from its own thread. */
   if (after_device) res = ringo_device_quiesce(comm);
-  if (res == ringoSuccess) res = run_batch(comm, tasks, ops, n);
+  if (res == ringoSuccess) res = run_batch(comm, tasks, ops, n, ph);
   if (res != ringoSuccess) ringo_comm_fail(comm, res);
   free(tasks);
   /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
@@ -343,7 +396,7 @@ static ringoResult_t run_p2p(ringoComm_t comm, const struct ringo_op* const* ops
 }
 
 ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
-  return run_p2p(comm, ops, n, 1);
+  return run_p2p(comm, ops, n, 1, NULL);
 }
 
 ringoResult_t ringo_p2p_run_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join) {
@@ -361,8 +414,9 @@ ringoResult_t ringo_p2p_run_device(ringoComm_t comm, const struct ringo_op* cons
   return res;
 }
 
-ringoResult_t ringo_p2p_run_staged(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
-  return run_p2p(comm, ops, n, 0);
+ringoResult_t ringo_p2p_run_staged(ringoComm_t comm, const struct ringo_op* const* ops, size_t n,
+                                   const struct ringo_p2p_phases* phases) {
+  return run_p2p(comm, ops, n, 0, phases);
 }
 
 /* ---- the public entry points ---- */

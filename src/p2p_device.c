@@ -3,7 +3,8 @@
  * (proxy.c), so the caller's thread never waits and every link kind (shm, MPI) serves device buffers.
  * Tested without a GPU by test/test_p2p_device.cc; on a GPU through test/test_device.cc.
  *
- *   ringo's stream:  [sends -> staging] [proxy: host engine runs the batch] [staging -> receives]
+ *   ringo's stream:  [sends 0 -> staging] [m] [sends 1] [m] ... [wait 0] [staging 0 -> receives] [wait 1] ...
+ *   the proxy:       sends what is staged, tells the stream each phase every receive holds
  */
 #include "p2p_device.h"
 
@@ -15,19 +16,40 @@
 
 #define STAGE_ALIGN 64
 
-/* The proxy's work: the calls, with their buffers replaced by slices of the staging. */
+/* The proxy's work: the calls, with their buffers replaced by slices of the staging, and the
+ * phases they are staged in (phase p: bytes [p * piece, (p + 1) * piece) of every message). */
 struct p2p_batch {
   ringoComm_t comm;
   size_t n;
   const struct ringo_op** ptrs;
+  struct ringo_proxy_task* task;
+  struct ringo_p2p_phases phases;
   struct ringo_op ops[];
 };
 
+static int phases_staged(void* ctx) { return ringo_proxy_phases_staged(((struct p2p_batch*)ctx)->task); }
+static void phase_done(void* ctx, int p) { ringo_proxy_phase_done(((struct p2p_batch*)ctx)->task, p); }
+
 static void run_batch(void* arg, int run, struct ringo_proxy_task* task) {
-  (void)task; /* one phase: the proxy ends it */
   struct p2p_batch* b = arg;
-  if (run) (void)ringo_p2p_run_staged(b->comm, b->ptrs, b->n); /* records its errors */
+  b->task = task;
+  /* One phase: the proxy ends it, and the stream staged everything before the run began. */
+  if (run) (void)ringo_p2p_run_staged(b->comm, b->ptrs, b->n, b->phases.n > 1 ? &b->phases : NULL);
   free(b);
+}
+
+/* As many phases as RINGO_STAGED_PHASES allows, each at least RINGO_STAGED_PIECE_BYTES of the
+ * longest message, pieces a multiple of STAGE_ALIGN. */
+static int choose_phases(const ringoComm_t comm, const struct ringo_p2p_call* calls, size_t n, size_t* piece) {
+  size_t longest = 0;
+  for (size_t i = 0; i < n; i++)
+    if (calls[i].count * ringo_type_size(calls[i].type) > longest) longest = calls[i].count * ringo_type_size(calls[i].type);
+  size_t np = longest / comm->env.staged_piece_bytes;
+  if (np > (size_t)comm->env.staged_phases) np = (size_t)comm->env.staged_phases;
+  if (np < 1) np = 1;
+  *piece = ((longest + np - 1) / np + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+  if (*piece == 0) *piece = STAGE_ALIGN;
+  return (int)((longest + *piece - 1) / *piece > 1 ? (longest + *piece - 1) / *piece : 1);
 }
 
 size_t ringo_p2p_device_stage_bytes(size_t count, ringoDataType_t type) {
@@ -55,15 +77,16 @@ static struct p2p_batch* make_batch(ringoComm_t comm, char* staging, const struc
   return b;
 }
 
-/* Enqueues the copies of one direction: the sends' bytes to their slices, or the slices to the
- * receives' buffers. */
-static ringoResult_t copy_slices(char* staging, const struct ringo_p2p_call* calls, size_t n, int sends,
-                                 const struct ringo_stage_ops* ops) {
+/* Enqueues phase p's copies of one direction: the sends' bytes [p * piece, (p + 1) * piece) to
+ * their slices, or those of the slices back to the receives' buffers. */
+static ringoResult_t copy_slices(char* staging, const struct ringo_p2p_call* calls, size_t n, int sends, int p,
+                                 size_t piece, const struct ringo_stage_ops* ops) {
   for (size_t i = 0; i < n; i++) {
     const struct ringo_p2p_call* c = &calls[i];
-    const size_t bytes = c->count * ringo_type_size(c->type);
-    if (bytes && c->send && sends) RINGO_CHECK(ops->to_host(ops->ctx, staging, c->buf, bytes));
-    if (bytes && !c->send && !sends) RINGO_CHECK(ops->to_device(ops->ctx, c->buf, staging, bytes));
+    const size_t bytes = c->count * ringo_type_size(c->type), at = (size_t)p * piece;
+    const size_t len = at < bytes ? (bytes - at < piece ? bytes - at : piece) : 0;
+    if (len && c->send && sends) RINGO_CHECK(ops->to_host(ops->ctx, staging + at, (const char*)c->buf + at, len));
+    if (len && !c->send && !sends) RINGO_CHECK(ops->to_device(ops->ctx, (char*)c->buf + at, staging + at, len));
     staging += staged_bytes(c);
   }
   return ringoSuccess;
@@ -76,12 +99,24 @@ ringoResult_t ringo_p2p_device_launch(ringoComm_t comm, struct ringo_stage* st, 
   RINGO_CHECK(ringo_stage_grow(st, &st->p2p, &st->p2p_cap, need, ops));
   struct p2p_batch* b = make_batch(comm, st->p2p, calls, n);
   if (!b) return ringo_fail(ringoSystemError, "out of memory for a batch of %zu device sends/receives", n);
+  size_t piece;
+  const int nphases = choose_phases(comm, calls, n, &piece);
+  b->phases = (struct ringo_p2p_phases){nphases, piece, b, phases_staged, phase_done};
+  /* Each phase's send copies end with its marker; then, phase by phase, the stream waits for the
+   * proxy to have received it everywhere and copies it back (as staged.c does for collectives). */
+  ringoResult_t res = ringoSuccess;
+  for (int p = 0; p < nphases && res == ringoSuccess; p++) {
+    res = copy_slices(st->p2p, calls, n, 1, p, piece, ops);
+    if (res == ringoSuccess) res = ringo_proxy_mark(comm, &st->proxy, ops);
+  }
   int handed = 0;
-  ringoResult_t res = copy_slices(st->p2p, calls, n, 1, ops);
-  if (res == ringoSuccess) res = ringo_proxy_mark(comm, &st->proxy, ops);
-  if (res == ringoSuccess) res = ringo_proxy_submit(comm, &st->proxy, run_batch, b, 1, ops, &handed);
+  if (res == ringoSuccess) res = ringo_proxy_submit(comm, &st->proxy, run_batch, b, nphases, ops, &handed);
   if (!handed) free(b);
   /* After a failure the receives stay uncopied and the caller puts the communicator in error; a
    * batch whose stream wait could not be enqueued is cancelled by the proxy (proxy.c). */
-  return res == ringoSuccess ? copy_slices(st->p2p, calls, n, 0, ops) : res;
+  for (int p = 0; p < nphases && res == ringoSuccess; p++) {
+    if (p > 0) res = ringo_proxy_wait_phase(st->proxy, p, ops);
+    if (res == ringoSuccess) res = copy_slices(st->p2p, calls, n, 0, p, piece, ops);
+  }
+  return res;
 }

@@ -112,6 +112,17 @@ static void* proxy_main(void* arg) {
   return NULL;
 }
 
+int ringo_proxy_phases_staged(struct ringo_proxy_task* task) {
+  struct ringo_proxy* px = task->px;
+  const uint64_t marks = atomic_load_explicit(&px->marks, memory_order_acquire);
+  if (marks >= task->mark + (uint64_t)task->nphases - 1) return task->nphases;
+  if (atomic_load_explicit(&px->comm->abort_flag, memory_order_relaxed) ||
+      atomic_load_explicit(&px->comm->error, memory_order_relaxed) != ringoSuccess ||
+      atomic_load_explicit(&px->quit, memory_order_relaxed))
+    return -1;
+  return marks >= task->mark ? (int)(marks - task->mark) + 1 : 0;
+}
+
 int ringo_proxy_phase_await(struct ringo_proxy_task* task, int p) {
   return wait_marker(task->px, task->mark + (uint64_t)p);
 }

@@ -3,6 +3,7 @@
 // through the host engine. Checks data, that launching never waits, stream order, errors. Run: make test.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -116,6 +117,105 @@ TEST(DeviceP2pAsync, BackToBackBatchesWithGrowingStaging) {
     EXPECT_EQ(4, dp.s.stream.allocs) << "the flag, then staging for 100, 200000 and 500000 elements";
     EXPECT_EQ(0, dp.s.stream.drains) << "growing the staging never waits for the stream";
   });
+}
+
+// ---- pipelined batches: RINGO_STAGED_PIECE_BYTES cuts every message into phases ----
+
+// Every rank sends every rank (itself too) a message of its own length — some shorter than a
+// piece, some of several — as one batch cut into 4 KiB phases: the data arrive whole and in place.
+void UnevenAllToAll(Team& t) {
+  const int n = t.nranks, me = t.ranks[0];
+  auto count = [](int from, int to) { return (size_t)(700 + 3000 * ((from + 2 * to) % 4)); };
+  DeviceP2p dp;
+  std::vector<std::vector<float>> out(n), in(n);
+  std::vector<ringo_p2p_call> calls;
+  for (int p = 0; p < n; p++) {
+    out[p].resize(count(me, p));
+    in[p].assign(count(p, me), -1.0f);
+    for (size_t i = 0; i < out[p].size(); i++) out[p][i] = Value(me, p, i);
+    calls.push_back({1, p, out[p].data(), out[p].size(), ringoFloat32});
+    calls.push_back({0, p, in[p].data(), in[p].size(), ringoFloat32});
+  }
+  ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], calls)) << ringo_thread_last_error();
+  dp.s.stream.Drain();
+  ASSERT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+  for (int p = 0; p < n; p++)
+    for (size_t i = 0; i < in[p].size(); i++) ASSERT_EQ(Value(p, me, i), in[p][i]) << "from rank " << p << ", element " << i;
+}
+
+ringo_test::Options SmallPieces() {
+  ringo_test::Options opts;
+  opts.env = {{"RINGO_STAGED_PIECE_BYTES", "4096"}, {"RINGO_SLICE_BYTES", "8192"}};
+  return opts;
+}
+
+TEST(DeviceP2pPipeline, UnevenAllToAllInPhases) {
+  ringo_test::RunThreads(3, UnevenAllToAll, SmallPieces());
+  ringo_test::RunForked(3, UnevenAllToAll, SmallPieces());
+}
+
+// A stream whose send copies after the first phase's marker are held until the peer's first copy
+// back has run (bounded: held 5 s, they are let go and counted).
+std::atomic<int> first_copy_back{0};
+struct HoldingP2p {
+  FakeStream stream;
+  ringo_stage stage{};
+  bool hold = false;
+  int marks = 0;
+  std::atomic<int> timed_out{0};
+  ringo_stage_ops ops{this, ToHost, ToDevice, HostFn, Alloc, FakeFree, Drain, WaitFlag};
+  ~HoldingP2p() { ringo_staged_free(&stage, &ops); }
+  static HoldingP2p* Of(void* ctx) { return static_cast<HoldingP2p*>(ctx); }
+  static ringoResult_t ToHost(void* ctx, void* dst, const void* src, size_t bytes) {
+    HoldingP2p* h = Of(ctx);
+    if (h->hold && h->marks >= 1)
+      h->stream.Enqueue([h] {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!first_copy_back.load() && h->timed_out.load() == 0)
+          if (std::chrono::steady_clock::now() > deadline) h->timed_out++;
+          else std::this_thread::sleep_for(std::chrono::microseconds(50));
+      });
+    return FakeCopy(&h->stream, dst, src, bytes);
+  }
+  static ringoResult_t ToDevice(void* ctx, void* dst, const void* src, size_t bytes) {
+    const ringoResult_t res = FakeCopy(&Of(ctx)->stream, dst, src, bytes);
+    Of(ctx)->stream.Enqueue([] { first_copy_back = 1; });
+    return res;
+  }
+  static ringoResult_t HostFn(void* ctx, void (*fn)(void*), void* arg) {
+    Of(ctx)->marks++;
+    return FakeHostFn(&Of(ctx)->stream, fn, arg);
+  }
+  static ringoResult_t Alloc(void* ctx, void** p, size_t bytes) { return FakeAlloc(&Of(ctx)->stream, p, bytes); }
+  static ringoResult_t Drain(void* ctx) { return FakeDrain(&Of(ctx)->stream); }
+  static ringoResult_t WaitFlag(void* ctx, const uint64_t* flag, uint64_t value) {
+    return FakeWaitFlag(&Of(ctx)->stream, flag, value);
+  }
+};
+
+// Rank 0 sends 16 KiB in four 4 KiB phases and its stream holds phases 1-3 until rank 1 has copied
+// something back: rank 1's first phase must go back to its buffer while rank 0's later phases are
+// still unstaged — the copies overlap the transfer. Whole-batch staging would wait the 5 s out.
+TEST(DeviceP2pPipeline, TheFirstPhaseGoesBackBeforeTheLastIsStaged) {
+  ringo_test::RunThreads(2, [](Team& t) {
+    const int me = t.ranks[0];
+    const size_t count = 4096;
+    HoldingP2p h;
+    h.hold = me == 0;
+    std::vector<float> buf(count, -1.0f);
+    if (me == 0)
+      for (size_t i = 0; i < count; i++) buf[i] = Value(0, 1, i);
+    const std::vector<ringo_p2p_call> calls = {{me == 0 ? 1 : 0, 1 - me, buf.data(), count, ringoFloat32}};
+    ASSERT_EQ(ringoSuccess, ringo_p2p_device_launch(t.comms[0], &h.stage, calls.data(), 1, &h.ops))
+        << ringo_thread_last_error();
+    if (me == 0) {
+      EXPECT_EQ(4, h.marks) << "four phases, a marker each";
+    }
+    h.stream.Drain();
+    ASSERT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    EXPECT_EQ(0, h.timed_out.load()) << "rank 1 copied nothing back before rank 0 staged its last phase";
+    for (size_t i = 0; me == 1 && i < count; i++) ASSERT_EQ(Value(0, 1, i), buf[i]) << "element " << i;
+  }, SmallPieces());
 }
 
 // A stream that failed never reaches the proxy's marker: teardown must not wait for it (the proxy

@@ -161,9 +161,24 @@ size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice_elems);
  * links closed and the mailbox unmapped when the communicator goes. */
 ringoResult_t ringo_p2p_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
 ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n);
+/* A batch of device sends and receives staged in phases (p2p_device.c): phase p holds bytes
+ * [p * piece, (p + 1) * piece) of every message. The engine sends a slice only once the phases
+ * staged(ctx) says the stream has copied cover it (it does not wait: -1 means they never will, the
+ * stream failed or the communicator was aborted, is in error or is being torn down), and calls
+ * done(ctx, p) once every receive holds phase p < n - 1 (the last ends with the run), so the copies
+ * each way overlap the transfer. What crosses the links is unchanged. */
+struct ringo_p2p_phases {
+  int n;
+  size_t piece;
+  void* ctx;
+  int (*staged)(void* ctx);
+  void (*done)(void* ctx, int p);
+};
 /* The same for the proxy of device point-to-point (p2p_device.c), on staged host copies: it does
- * not wait for the communicator's device work, being part of it. */
-ringoResult_t ringo_p2p_run_staged(ringoComm_t comm, const struct ringo_op* const* ops, size_t n);
+ * not wait for the communicator's device work, being part of it. phases: NULL when the whole batch
+ * was staged before it runs. */
+ringoResult_t ringo_p2p_run_staged(ringoComm_t comm, const struct ringo_op* const* ops, size_t n,
+                                   const struct ringo_p2p_phases* phases);
 /* n device sends and receives of comm, enqueued as one batch on ringo's stream (device.c); with
  * join, each op's stream then waits for it. Records its errors in the communicator. */
 ringoResult_t ringo_p2p_run_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join);

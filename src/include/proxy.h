@@ -44,6 +44,9 @@ ringoResult_t ringo_proxy_wait_phase(struct ringo_proxy* px, int p, const struct
 /* From fn, on the proxy thread: waits until the stream passed phase p's marker (1), or gives up
  * (0) for the same reasons as the first marker's (ringo_proxy_fn). */
 int ringo_proxy_phase_await(struct ringo_proxy_task* task, int p);
+/* From fn, without waiting: how many of its phases' markers the stream has passed (1 .. nphases
+ * once fn runs), or -1 where ringo_proxy_phase_await would give up. */
+int ringo_proxy_phases_staged(struct ringo_proxy_task* task);
 /* From fn: phase p's output is in place; the stream's wait for it ends. */
 void ringo_proxy_phase_done(struct ringo_proxy_task* task, int p);
 
