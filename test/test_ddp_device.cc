@@ -633,6 +633,9 @@ void GpuRank(ringoComm_t comm, int rank, bool contiguous) {
   CU_OK(cudaMalloc(reinterpret_cast<void**>(&dgrad), hb.grads.size()));
   CU_OK(cudaMalloc(reinterpret_cast<void**>(&dparam), hb.params.size()));
   CU_OK(cudaMemcpy(dparam, hb.params.data(), hb.params.size(), cudaMemcpyHostToDevice));
+  // A pageable upload may return before it lands, on the legacy stream, which the non-blocking
+  // streams do not wait for; the other rank's work is not waited for here.
+  CU_OK(cudaStreamSynchronize(cudaStreamLegacy));
   ringoDdp_t hd = nullptr, dd = nullptr;
   DDP_OK(hd, ringoDdpCreate(&hd, comm, 4096, 1024));
   DDP_OK(dd, ringoDdpCreate(&dd, comm, 4096, 1024));
@@ -663,6 +666,10 @@ void GpuRank(ringoComm_t comm, int rank, bool contiguous) {
       DDP_OK(dd, ringoDdpMarkReady(dd, static_cast<int>(k)));
     }
     DDP_OK(dd, ringoDdpFinish(dd));
+    // Waited for before the pageable copy back: that copy blocks this thread inside CUDA until it
+    // is done, and could hold the context's staging while the other rank's uploads, which this
+    // rank's all-reduce needs, wait for it.
+    CU_OK(cudaStreamSynchronize(cs));
     CU_OK(cudaMemcpyAsync(back.grads.data(), dgrad, back.grads.size(), cudaMemcpyDeviceToHost, cs));
     CU_OK(cudaStreamSynchronize(cs));
     ringoResult_t async = ringoInternalError;

@@ -127,6 +127,8 @@ TEST(DdpDeviceGpu, ScaleKernelEqualsHostScaleBitForBit) {
         ringo_ddp_host_scale(host.data(), in.data(), n, t, w);
         CU_OK(cudaMemcpy(src, in.data(), in.size(), cudaMemcpyHostToDevice));
         CU_OK(cudaMemset(dst, 0xAB, in.size()));
+        // Both on the legacy stream, which the kernel's non-blocking stream does not wait for.
+        CU_OK(cudaStreamSynchronize(cudaStreamLegacy));
         ASSERT_EQ(ringo_cuda_ddp_scale(dst, src, n, t, w, s), 0) << TypeName(t) << " w=" << w;
         CU_OK(cudaStreamSynchronize(s));
         CU_OK(cudaMemcpy(out.data(), dst, in.size(), cudaMemcpyDeviceToHost));

@@ -6,6 +6,8 @@
 // not survive fork). Run: make test, and on a GPU make gpu-check.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -61,6 +63,12 @@ void ToDevice(DeviceCase* d) {
   d->recv = map(d->host.recv);
 }
 
+// cudaMemcpy from pageable memory may return before its DMA lands, and cudaMemset is asynchronous;
+// both run on the legacy stream, which the non-blocking streams of the tests and of ringo do not
+// wait for. So uploads are settled before any call that reads them (other ranks' non-blocking work,
+// which may be waiting for this rank, is not waited for).
+void SettleUploads() { CU_OK(cudaStreamSynchronize(cudaStreamLegacy)); }
+
 void ToHostAndFree(DeviceCase* d) {
   CU_OK(cudaMemcpy(d->host.a.mem.data(), d->base_a, d->bytes_a, cudaMemcpyDeviceToHost));
   CU_OK(cudaMemcpy(d->host.b.mem.data(), d->base_b, d->bytes_b, cudaMemcpyDeviceToHost));
@@ -104,6 +112,7 @@ void RunCaseOnDevice(const Case& c, int n, const std::vector<int>& ranks, const 
     ringo_cases::Prepare(c, pat, n, ranks[k], &d[k].host);
     ToDevice(&d[k]);
   }
+  SettleUploads();
   if (ranks.size() > 1) {
     ASSERT_EQ(ringoGroupStart(), ringoSuccess);
   }
@@ -120,6 +129,11 @@ void RunCaseOnDevice(const Case& c, int n, const std::vector<int>& ranks, const 
     ToHostAndFree(&d[k]);
     EXPECT_EQ(ringo_cases::CheckRecv(c, pat, n, ranks[k], d[k].host), "") << ringo_cases::Label(c) << " rank "
                                                                           << ranks[k];
+    EXPECT_TRUE(d[k].host.GuardsIntact()) << ringo_cases::Label(c) << " rank " << ranks[k] << " wrote past a buffer";
+    if (!c.inplace) {
+      EXPECT_EQ(ringo_cases::CheckSendUnchanged(c, pat, n, ranks[k], d[k].host), "")
+          << ringo_cases::Label(c) << " rank " << ranks[k];
+    }
   }
 }
 
@@ -128,10 +142,13 @@ void RunCaseOnDevice(const Case& c, int n, const std::vector<int>& ranks, const 
 // kernel resident: a wait past 10 s is a bug, not slowness.
 using RanksFn = std::function<void(const std::vector<int>&, const std::vector<ringoComm_t>&,
                                    const std::vector<cudaStream_t>&)>;
-void OnOneGpu(int n, const RanksFn& body) {
+void OnOneGpu(int n, const RanksFn& body, double timeout_s = 10) {
   Options o;
   o.deadline_s = 60;
-  o.ringo_timeout_s = 10;
+  o.ringo_timeout_s = timeout_s;
+  // More ranks' streams than CUDA's 8 hardware queues would share queues, and a spinning ring kernel
+  // at the head of one could hold back the kernel it waits for (cuda/README.md).
+  o.env = {{"CUDA_DEVICE_MAX_CONNECTIONS", "32"}};
   ringo_test::RunProcesses(1, [&](int, const ringoUniqueId&, Shared&) {
     std::vector<int> devlist(n, 0), ranks(n);
     std::vector<ringoComm_t> comms(n);
@@ -172,6 +189,57 @@ TEST_P(DeviceInitAll, EveryCollectiveOnOneGpuIsExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(N, DeviceInitAll, testing::Values(2, 4, 8));
+
+// The ring kernel's own ways out, on a real GPU (the CPU tests run their code emulated): a rank
+// whose neighbour never calls gives up at RINGO_TIMEOUT (%globaltimer) with the code
+// ringoCommGetAsyncError reports, and its stream goes on; ranks that disagree on the op stop at the
+// first slot (its stamp), long before any timeout.
+TEST(DeviceFailures, ATimeoutAndAMismatchEndAsErrorsOnTheGpu) {
+  const std::string why = NoGpuReason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const size_t count = 1 << 20;
+  OnOneGpu(2, [count](const std::vector<int>&, const std::vector<ringoComm_t>& comms,
+                      const std::vector<cudaStream_t>& streams) {
+    float* buf = nullptr;
+    CU_OK(cudaMalloc(reinterpret_cast<void**>(&buf), count * sizeof(float)));
+    CU_OK(cudaMemset(buf, 0, count * sizeof(float)));
+    SettleUploads();
+    EXPECT_EQ(ringoAllReduce(buf, buf, count, ringoFloat32, ringoSum, comms[0], (ringoStream_t)streams[0]),
+              ringoSuccess) << ringoGetLastError(comms[0]);
+    CU_OK(cudaStreamSynchronize(streams[0]));  // ends: the kernel gives up by itself
+    ringoResult_t async = ringoSuccess;
+    EXPECT_EQ(ringoCommGetAsyncError(comms[0], &async), ringoSuccess);
+    EXPECT_EQ(async, ringoTimeout) << ringoGetLastError(comms[0]);
+    cudaFree(buf);
+  }, 1);
+  OnOneGpu(2, [count](const std::vector<int>&, const std::vector<ringoComm_t>& comms,
+                      const std::vector<cudaStream_t>& streams) {
+    std::vector<float*> buf(2);
+    for (float*& b : buf) {
+      CU_OK(cudaMalloc(reinterpret_cast<void**>(&b), count * sizeof(float)));
+      CU_OK(cudaMemset(b, 0, count * sizeof(float)));
+    }
+    SettleUploads();
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    EXPECT_EQ(ringoAllReduce(buf[0], buf[0], count, ringoFloat32, ringoSum, comms[0], (ringoStream_t)streams[0]),
+              ringoSuccess);
+    EXPECT_EQ(ringoAllReduce(buf[1], buf[1], count, ringoFloat32, ringoMax, comms[1], (ringoStream_t)streams[1]),
+              ringoSuccess);
+    ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(nullptr);
+    ringoResult_t async[2] = {ringoSuccess, ringoSuccess};
+    for (int r = 0; r < 2; r++) {
+      CU_OK(cudaStreamSynchronize(streams[r]));
+      EXPECT_EQ(ringoCommGetAsyncError(comms[r], &async[r]), ringoSuccess);
+      EXPECT_NE(async[r], ringoSuccess) << "rank " << r << " did not see the mismatch";
+    }
+    EXPECT_TRUE(async[0] == ringoInvalidUsage || async[1] == ringoInvalidUsage)
+        << "no rank named the mismatch: " << ringoGetLastError(comms[0]) << " / " << ringoGetLastError(comms[1]);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0)
+        << "found by the slot stamps, not by the 10 s timeout";
+    for (float* b : buf) cudaFree(b);
+  });
+}
 
 // Ranks in different processes on one GPU: each maps its next rank's FIFO through CUDA IPC.
 // Without MPS their kernels time-slice, slowly but correctly; gpu-check runs it with MPS too.
@@ -219,6 +287,7 @@ void DeviceAllToAll(int n, const std::vector<int>& ranks, const std::vector<ring
   }
   for (int round = 0; round < 2; round++) {
     for (size_t k = 0; k < ranks.size(); k++) CU_OK(cudaMemset(in[k], 0xff, bytes * (size_t)n));
+    SettleUploads();
     ASSERT_EQ(ringoGroupStart(), ringoSuccess);
     for (size_t k = 0; k < ranks.size(); k++)
       for (int p = 0; p < n; p++) {
@@ -268,6 +337,7 @@ TEST_P(DeviceP2pInitAll, AllToAllAndAShiftOnOneGpu) {
       CU_OK(cudaMalloc(reinterpret_cast<void**>(&buf[r]), 2 * count * sizeof(float)));
       CU_OK(cudaMemcpy(buf[r], h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
     }
+    SettleUploads();
     for (int r = 0; r < n; r++) { /* one group per rank: its send and receive progress together */
       const ringoStream_t st = reinterpret_cast<ringoStream_t>(streams[r]);
       ASSERT_EQ(ringoGroupStart(), ringoSuccess);
