@@ -98,6 +98,10 @@ std::vector<Case> DeviceCases(int n) {
     cases.push_back({Coll::kAllGather, ringoUint8, ringoSum, count, true, 0});
     cases.push_back({Coll::kBroadcast, ringoFloat64, ringoSum, count, false, n - 1});
     cases.push_back({Coll::kReduce, ringoFloat16, ringoMin, count, true, n / 2});
+    // The integer types and ops the ones above leave out, through the ring kernel too.
+    cases.push_back({Coll::kAllReduce, ringoInt8, ringoAvg, count, false, 0});
+    cases.push_back({Coll::kAllReduce, ringoUint32, ringoSum, count, true, 0});
+    cases.push_back({Coll::kAllReduce, ringoUint64, ringoMax, count, false, 0});
   }
   return cases;
 }
