@@ -307,12 +307,18 @@ static int waits_for_earlier(const struct task* tasks, size_t i) {
   return 0;
 }
 
-static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t n, int aborted) {
+/* Names the first message still moving (a receive from this rank moves with its send), and what it
+ * waits for: the sender's link, or (a device send staged in phases) its stream's copies. */
+static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t n, const struct ringo_p2p_phases* ph,
+                             int aborted) {
   size_t i = 0;
-  while (i < n && tasks[i].finished) i++;
+  while (i < n && (tasks[i].finished || tasks[i].self_paired)) i++;
   const struct task* t = &tasks[i < n ? i : 0];
-  const char* link = t->op->kind == RINGO_KIND_RECV && !comm->p2p[t->op->peer].recv.link
-                         ? " (the sender has not made the link yet)" : "";
+  size_t limit = t->bytes;
+  if (ph && t->op->kind == RINGO_KIND_SEND && staged_limit(comm, t, ph, &limit) != ringoSuccess) limit = t->done;
+  const char* link = t->op->kind == RINGO_KIND_RECV && t->op->peer != comm->rank && !comm->p2p[t->op->peer].recv.link
+                         ? " (the sender has not made the link yet)"
+                     : t->done >= limit ? " (waiting for its stream to stage the bytes after these)" : "";
   if (aborted)
     return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted during %s #%llu %s rank %d", comm->rank,
                       kind_name(t->op), (unsigned long long)t->seq, t->op->kind == RINGO_KIND_SEND ? "to" : "from",
@@ -356,8 +362,10 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, co
     }
     const double now = ringo_now();
     if (idle++ == 0) stall_start = now;
-    if (atomic_load_explicit(&comm->abort_flag, memory_order_relaxed)) return stalled(comm, tasks, n, 1);
-    if (now - stall_start > comm->env.timeout_s) return stalled(comm, tasks, n, 0);
+    /* Waiting for a device stream to stage a send's next phase counts too: its copies take
+     * milliseconds, and a stream that never gets there must not hold the proxy for ever. */
+    if (atomic_load_explicit(&comm->abort_flag, memory_order_relaxed)) return stalled(comm, tasks, n, ph, 1);
+    if (now - stall_start > comm->env.timeout_s) return stalled(comm, tasks, n, ph, 0);
     const int yielding = idle < P2P_YIELDS || now - stall_start < comm->env.yield_us * 1e-6;
     if (!yielding || !ringo_yield()) nanosleep(&nap, NULL);
   }

@@ -154,6 +154,65 @@ TEST(DeviceP2pPipeline, UnevenAllToAllInPhases) {
   ringo_test::RunForked(3, UnevenAllToAll, SmallPieces());
 }
 
+// The wire is the same for host and device ranks: rank 0 sends and receives device memory in 4 KiB
+// phases (its slices cut where the staging ends), rank 1 host memory through ringoSend/ringoRecv
+// in a group; both ways, several rounds, threads and processes.
+void HostAndDeviceRanks(Team& t) {
+  const int me = t.ranks[0], peer = 1 - me;
+  const size_t count = 5000;  // 20000 bytes: five phases
+  for (int round = 0; round < 3; round++) {
+    std::vector<float> out(count), in(count, -1.0f);
+    for (size_t i = 0; i < count; i++) out[i] = Value(me, peer, i + (size_t)round);
+    if (me == 0) {
+      DeviceP2p dp;
+      // Slow copies to the staging: the engine starts with only the first phases staged, so it
+      // cuts its slices (4 KiB phases, 8 KiB slots) where the staging ends.
+      dp.s.ops.to_host = [](void* ctx, void* dst, const void* src, size_t bytes) {
+        static_cast<FakeStream*>(ctx)->Enqueue([] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); });
+        return FakeCopy(ctx, dst, src, bytes);
+      };
+      ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{1, peer, out.data(), count, ringoFloat32},
+                                                     {0, peer, in.data(), count, ringoFloat32}}))
+          << ringo_thread_last_error();
+      dp.s.stream.Drain();
+      ASSERT_EQ(ringoSuccess, AsyncError(t.comms[0])) << ringoGetLastError(t.comms[0]);
+    } else {
+      ASSERT_EQ(ringoSuccess, ringoGroupStart());
+      ASSERT_EQ(ringoSuccess, ringoSend(out.data(), count, ringoFloat32, peer, t.comms[0], nullptr));
+      ASSERT_EQ(ringoSuccess, ringoRecv(in.data(), count, ringoFloat32, peer, t.comms[0], nullptr));
+      ASSERT_EQ(ringoSuccess, ringoGroupEnd()) << ringoGetLastError(t.comms[0]);
+    }
+    for (size_t i = 0; i < count; i++)
+      ASSERT_EQ(Value(peer, me, i + (size_t)round), in[i]) << "round " << round << ", element " << i;
+  }
+}
+
+TEST(DeviceP2pPipeline, HostAndDeviceRanksShareTheWire) {
+  ringo_test::RunThreads(2, HostAndDeviceRanks, SmallPieces());
+  ringo_test::RunForked(2, HostAndDeviceRanks, SmallPieces());
+}
+
+// A device send in phases to a host receive of half its count: the receiver names the mismatch
+// from the first slice's header, as without phases, and nothing hangs.
+TEST(DeviceP2pPipeline, AMismatchIsCaughtUnderPhases) {
+  ringo_test::Options opts = SmallPieces();
+  opts.ringo_timeout_s = 5;
+  ringo_test::RunThreads(2, [](Team& t) {
+    const size_t count = 4096;
+    std::vector<float> buf(count, 1.0f);
+    if (t.ranks[0] == 0) {
+      DeviceP2p dp;
+      ASSERT_EQ(ringoSuccess, dp.Launch(t.comms[0], {{1, 1, buf.data(), count, ringoFloat32}}));
+      dp.s.stream.Drain();
+    } else {
+      EXPECT_EQ(ringoInvalidUsage, ringoRecv(buf.data(), count / 2, ringoFloat32, 0, t.comms[0], nullptr));
+      EXPECT_NE(nullptr, strstr(ringoGetLastError(t.comms[0]), "mismatch")) << ringoGetLastError(t.comms[0]);
+    }
+    // Neither destroys its communicator (unlinking its send link) before the other is done with it.
+    EXPECT_TRUE(t.shared->Barrier());
+  }, opts);
+}
+
 // A stream whose send copies after the first phase's marker are held until the peer's first copy
 // back has run (bounded: held 5 s, they are let go and counted).
 std::atomic<int> first_copy_back{0};
