@@ -409,8 +409,6 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   struct dev_probe pmine = {.pid = (int32_t)getpid(), .dev = -1, .nonce = process_nonce(),
                             .cap_channels = comm->env.cuda_channels, .window = comm->env.cuda_window,
                             .slot_bytes = comm->env.cuda_slice_bytes, .min_slice = comm->env.cuda_min_slice_bytes};
-  d->window = comm->env.cuda_window;
-  d->min_slice_bytes = comm->env.cuda_min_slice_bytes;
   /* No GPU, or RINGO_CUDA=0, is the normal case of a host-only job: noted, never warned about. */
   if (!comm->env.cuda_enable) snprintf(d->why, sizeof d->why, "rank %d: RINGO_CUDA=0", me);
   else if (!have_devices()) snprintf(d->why, sizeof d->why, "rank %d: no CUDA device in this process", me);

@@ -315,7 +315,7 @@ static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t 
   while (i < n && (tasks[i].finished || tasks[i].self_paired)) i++;
   const struct task* t = &tasks[i < n ? i : 0];
   size_t limit = t->bytes;
-  if (ph && t->op->kind == RINGO_KIND_SEND && staged_limit(comm, t, ph, &limit) != ringoSuccess) limit = t->done;
+  if (staged_limit(comm, t, ph, &limit) != ringoSuccess) limit = t->done;
   const char* link = t->op->kind == RINGO_KIND_RECV && t->op->peer != comm->rank && !comm->p2p[t->op->peer].recv.link
                          ? " (the sender has not made the link yet)"
                      : t->done >= limit ? " (waiting for its stream to stage the bytes after these)" : "";

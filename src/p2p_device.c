@@ -38,18 +38,19 @@ static void run_batch(void* arg, int run, struct ringo_proxy_task* task) {
   free(b);
 }
 
-/* As many phases as RINGO_STAGED_PHASES allows, each at least RINGO_STAGED_PIECE_BYTES of the
- * longest message, pieces a multiple of STAGE_ALIGN. */
+/* The phases of the longest message (ringo_stage_phase_count), in pieces of a multiple of
+ * STAGE_ALIGN bytes; rounding a piece up may leave one phase fewer. */
 static int choose_phases(const ringoComm_t comm, const struct ringo_p2p_call* calls, size_t n, size_t* piece) {
   size_t longest = 0;
-  for (size_t i = 0; i < n; i++)
-    if (calls[i].count * ringo_type_size(calls[i].type) > longest) longest = calls[i].count * ringo_type_size(calls[i].type);
-  size_t np = longest / comm->env.staged_piece_bytes;
-  if (np > (size_t)comm->env.staged_phases) np = (size_t)comm->env.staged_phases;
-  if (np < 1) np = 1;
+  for (size_t i = 0; i < n; i++) {
+    const size_t bytes = calls[i].count * ringo_type_size(calls[i].type);
+    if (bytes > longest) longest = bytes;
+  }
+  const size_t np = (size_t)ringo_stage_phase_count(comm, longest, SIZE_MAX);
   *piece = ((longest + np - 1) / np + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
   if (*piece == 0) *piece = STAGE_ALIGN;
-  return (int)((longest + *piece - 1) / *piece > 1 ? (longest + *piece - 1) / *piece : 1);
+  const size_t phases = (longest + *piece - 1) / *piece;
+  return phases > 1 ? (int)phases : 1;
 }
 
 size_t ringo_p2p_device_stage_bytes(size_t count, ringoDataType_t type) {

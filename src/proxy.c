@@ -62,16 +62,20 @@ static void mark_reached(void* arg) {
   atomic_fetch_add_explicit(&px->marks, 1, memory_order_release);
 }
 
-/* 1 once the stream passed marker `mark`; 0 when the communicator was aborted, is in error, or is
- * being torn down, or the stream failed, first (a failed stream never gets there; a communicator in
- * error runs nothing more). */
+/* Whether a marker not passed yet never will be worth waiting for: the communicator was aborted,
+ * is in error (it runs nothing more) or is being torn down, or the stream failed (it never gets
+ * there). */
+static int giving_up(struct ringo_proxy* px) {
+  return atomic_load_explicit(&px->comm->abort_flag, memory_order_relaxed) ||
+         atomic_load_explicit(&px->comm->error, memory_order_relaxed) != ringoSuccess ||
+         atomic_load_explicit(&px->quit, memory_order_relaxed);
+}
+
+/* 1 once the stream passed marker `mark`; 0 when giving up first. */
 static int wait_marker(struct ringo_proxy* px, uint64_t mark) {
   long nap = 1000;
   for (int spin = 0; atomic_load_explicit(&px->marks, memory_order_acquire) < mark; spin++) {
-    if (atomic_load_explicit(&px->comm->abort_flag, memory_order_relaxed) ||
-        atomic_load_explicit(&px->comm->error, memory_order_relaxed) != ringoSuccess ||
-        atomic_load_explicit(&px->quit, memory_order_relaxed))
-      return 0;
+    if (giving_up(px)) return 0;
     if (spin < 64) {
       ringo_yield();
       continue;
@@ -116,10 +120,7 @@ int ringo_proxy_phases_staged(struct ringo_proxy_task* task) {
   struct ringo_proxy* px = task->px;
   const uint64_t marks = atomic_load_explicit(&px->marks, memory_order_acquire);
   if (marks >= task->mark + (uint64_t)task->nphases - 1) return task->nphases;
-  if (atomic_load_explicit(&px->comm->abort_flag, memory_order_relaxed) ||
-      atomic_load_explicit(&px->comm->error, memory_order_relaxed) != ringoSuccess ||
-      atomic_load_explicit(&px->quit, memory_order_relaxed))
-    return -1;
+  if (giving_up(px)) return -1;
   return marks >= task->mark ? (int)(marks - task->mark) + 1 : 0;
 }
 

@@ -54,17 +54,19 @@ struct pipeline {
   size_t in_bytes, out_bytes; /* what this rank stages each way (0: nothing) */
 };
 
-/* As many phases as RINGO_STAGED_PHASES allows, each moving at least one round and at least
- * RINGO_STAGED_PIECE_BYTES of the longest chunk (the first: ringo_chunk_range). */
+int ringo_stage_phase_count(ringoComm_t comm, size_t bytes, size_t most) {
+  size_t n = (size_t)comm->env.staged_phases;
+  if (n > most) n = most;
+  if (n > bytes / comm->env.staged_piece_bytes) n = bytes / comm->env.staged_piece_bytes;
+  return n > 1 ? (int)n : 1;
+}
+
+/* Each phase moves at least one round, and the longest chunk is the first (ringo_chunk_range). */
 static int choose_phases(const struct ringo_op* op, size_t rounds) {
   const ringoComm_t comm = op->comm;
   size_t in_off, out_off, len;
   ringo_chunk_geometry(op->coll, op->count, comm->nranks, comm->ring, 0, &in_off, &out_off, &len);
-  const size_t by_bytes = len * ringo_type_size(op->type) / comm->env.staged_piece_bytes;
-  size_t n = (size_t)comm->env.staged_phases;
-  if (n > rounds) n = rounds;
-  if (n > by_bytes) n = by_bytes;
-  return n > 1 ? (int)n : 1;
+  return ringo_stage_phase_count(comm, len * ringo_type_size(op->type), rounds);
 }
 
 /* Enqueues one copy: bytes at offset `at` of the staging and of the caller's buffer, one way. */

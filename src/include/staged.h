@@ -54,6 +54,11 @@ struct ringo_stage {
 void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t type, int nranks, int rank, int root,
                          size_t* in_bytes, size_t* out_bytes);
 
+/* Phases a staged call is pipelined in: as many as RINGO_STAGED_PHASES allows and `most` (a
+ * collective's rounds), each at least RINGO_STAGED_PIECE_BYTES of `bytes` (its longest chunk or
+ * message); at least 1. */
+int ringo_stage_phase_count(ringoComm_t comm, size_t bytes, size_t most);
+
 /* Enqueues op (device buffers, op->seq already taken): sendbuff to the host, the host ring on the
  * staged copies (on the proxy thread, proxy.h), the result back to recvbuff. Returns at once; an
  * error of the host run goes to the communicator (ringoCommGetAsyncError, the next call). */
