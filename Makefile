@@ -281,9 +281,10 @@ test-asan: deps
 # ThreadSanitizer over the suites where threads share a process (ranks as threads, the bootstrap
 # root thread, abort from another thread, the DDP comm thread). Of the collective sweeps only one
 # runs with a thread per rank (N=3, about a minute under TSan); the rest run in group mode.
-TSAN_SUITES ?= test_api test_bootstrap test_shm test_failures test_ddp test_collectives test_p2p test_staged test_p2p_device test_ddp_device
+TSAN_SUITES ?= test_api test_bootstrap test_shm test_failures test_ddp test_collectives test_p2p test_staged test_p2p_device test_ddp_device test_oneshot
 TSAN_FILTER_test_collectives ?= N/AllReduceThreads.OneThreadPerRank/1:OtherCollectivesGroup.*:CountersGroup.*
 TSAN_FILTER_test_p2p ?= N/P2PThreads.*:N/P2PGroup.*:DeferredInit.*:P2PSelf.*
+TSAN_FILTER_test_oneshot ?= OneShot.*:N/OneShotBits.EqualTheRingsForEveryCollectiveTypeAndOp/2
 TSAN_RUN := $(foreach t,$(filter $(TSAN_SUITES),$(TEST_SRC:test/%.cc=%)),$(TSAN_BUILD)/test/$(t)$(if $(TSAN_FILTER_$(t)),@$(TSAN_FILTER_$(t))))
 test-tsan: deps
 	@$(call SAN_MAKE,$(TSAN_BUILD),thread) $(foreach r,$(TSAN_RUN),$(firstword $(subst @, ,$(r))))

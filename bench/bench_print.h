@@ -49,7 +49,13 @@ static void print_run_lines(const struct bench* b, const int64_t* pids, const un
          o->stepfactor ? (size_t)o->stepfactor : o->stepbytes, o->stepfactor ? "factor" : "bytes",
          o->warmup, o->iters, o->iters_explicit ? "" : " (fewer for slow rows)", o->check);
   if (*transport_env()) printf("# Links: RINGO_TRANSPORT=%s\n", transport_env());
-  if (getenv("RINGO_ALGO")) printf("# Algorithm: RINGO_ALGO=%s\n", getenv("RINGO_ALGO"));
+  const char* algo = getenv("RINGO_ALGO") && *getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "auto";
+  if (strcmp(algo, "auto") == 0)
+    printf("# Algorithm: auto: with every rank on one host, a collective of at most RINGO_ONESHOT_BYTES per rank "
+           "(unset: 4 KiB per other rank) runs one-shot (all-reduce law N/2: each rank reads the N-1 others' "
+           "inputs), the rest on the ring; --algo ring for the ring at every size\n");
+  else
+    printf("# Algorithm: RINGO_ALGO=%s\n", algo);
   if (o->bw_add > 0)
     printf("# Memory bandwidth (all cores, best of runs): copy %.2f GB/s, add (c = a + b) %.2f GB/s\n",
            o->bw_copy, o->bw_add);
@@ -238,7 +244,7 @@ static FILE* json_open(const struct bench* b, const char* host) {
           b->o->check);
   json_string(f, transport_env());
   fprintf(f, ", \"algo\": ");
-  json_string(f, getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "ring");
+  json_string(f, getenv("RINGO_ALGO") && *getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "auto");
   fprintf(f, ", \"compare\": %s", b->o->compare_mpi ? "\"mpi\"" : "null");
   if (b->o->bw_add > 0) fprintf(f, ", \"membw_copy_GBps\": %.3f, \"membw_add_GBps\": %.3f", b->o->bw_copy, b->o->bw_add);
   fprintf(f, "},\n  \"rows\": [");

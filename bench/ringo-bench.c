@@ -36,7 +36,9 @@ static void usage(FILE* f) {
           "      --compare mpi     also time MPI's collective on the same buffers, interleaved\n"
           "                        with ringo's (A B A B), and print both and their ratio\n"
           "                        (needs mpirun: mpirun -np 4 ringo-bench --compare mpi)\n"
-          "      --algo A          ring (default) or naive: every rank sends its buffer to rank 0,\n"
+          "      --algo A          auto (default: ranks of one host run collectives of at most\n"
+          "                        RINGO_ONESHOT_BYTES per rank one-shot, the rest on the ring),\n"
+          "                        ring (always), or naive: every rank sends its buffer to rank 0,\n"
           "                        which reduces and sends the result back (sets RINGO_ALGO)\n"
           "      --mpi             one rank per process via MPI even if no mpirun variables are\n"
           "                        seen (they are detected: OMPI_COMM_WORLD_SIZE, PMI_RANK, ...)\n"
@@ -104,7 +106,8 @@ static void apply_opt(struct opts* o, int c, const char* arg) {
     case 'M': if (strcmp(arg, "mpi")) bad_arg("--compare (only 'mpi')", arg);
               o->compare_mpi = 1; break;
     case 'P': o->force_mpi = 1; break;
-    case 'A': if (strcmp(arg, "ring") && strcmp(arg, "naive")) bad_arg("--algo (ring or naive)", arg);
+    case 'A': if (strcmp(arg, "auto") && strcmp(arg, "ring") && strcmp(arg, "naive"))
+                bad_arg("--algo (auto, ring or naive)", arg);
               setenv("RINGO_ALGO", arg, 1); /* read by the library when the communicator is made */
               break;
     case 'h': usage(stdout); exit(0);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "board.h"
 #include "comm.h"
 #include "device.h"
 #include "reduce.h"
@@ -18,22 +19,16 @@ static struct chunk_geom chunk_at(const struct ringo_op* op, int c) {
   return g;
 }
 
-/* Every slice starts with the fingerprint of the collective it belongs to, so a rank that called
- * another collective, count, type, op or root — or skipped one — is caught at its first slice
- * instead of hanging or computing garbage. The payload starts 64 bytes in, still aligned. */
-struct fingerprint {
-  uint64_t seq, count;
-  uint32_t coll, op, type;
-  int32_t root;
-};
-#define SLICE_HEADER 64
-_Static_assert(sizeof(struct fingerprint) <= SLICE_HEADER, "fingerprint too large");
+/* Every slice starts with the fingerprint of the collective it belongs to (comm.h), so a rank that
+ * called another collective, count, type, op or root — or skipped one — is caught at its first
+ * slice instead of hanging or computing garbage. The payload starts 64 bytes in, still aligned. */
+#define SLICE_HEADER RINGO_FINGERPRINT_BYTES
 
 static const char* const coll_names[] = {"ringoAllReduce", "ringoReduceScatter", "ringoAllGather",
                                          "ringoBroadcast", "ringoReduce"};
 
-static struct fingerprint fingerprint_of(const struct ringo_op* op) {
-  struct fingerprint fp;
+struct ringo_fingerprint ringo_fingerprint_of(const struct ringo_op* op) {
+  struct ringo_fingerprint fp;
   memset(&fp, 0, sizeof fp); /* padding too: fingerprints are compared as bytes */
   fp.seq = op->seq;
   fp.count = op->count;
@@ -44,15 +39,20 @@ static struct fingerprint fingerprint_of(const struct ringo_op* op) {
   return fp;
 }
 
-static void describe(const struct fingerprint* fp, char* buf, size_t cap) {
+static void describe(const struct ringo_fingerprint* fp, char* buf, size_t cap) {
   snprintf(buf, cap, "%s #%llu (count %llu, %s, %s, root %d)",
            fp->coll < 5 ? coll_names[fp->coll] : "an unknown collective", (unsigned long long)fp->seq,
            (unsigned long long)fp->count, ringo_type_name((ringoDataType_t)fp->type),
            ringo_op_name((ringoRedOp_t)fp->op), fp->root);
 }
 
-static ringoResult_t mismatch(const struct ringo_op* op, const struct fingerprint* theirs, int peer) {
-  const struct fingerprint mine = fingerprint_of(op);
+void ringo_coll_describe(const struct ringo_op* op, char* buf, size_t cap) {
+  const struct ringo_fingerprint fp = ringo_fingerprint_of(op);
+  describe(&fp, buf, cap);
+}
+
+ringoResult_t ringo_coll_mismatch(const struct ringo_op* op, const struct ringo_fingerprint* theirs, int peer) {
+  const struct ringo_fingerprint mine = ringo_fingerprint_of(op);
   char a[160], b[160];
   describe(&mine, a, sizeof a);
   describe(theirs, b, sizeof b);
@@ -66,9 +66,9 @@ static ringoResult_t conn_recv(const struct ringo_op* op, struct ringo_conn* c, 
   const void* slot = NULL;
   size_t got = 0;
   RINGO_CHECK(c->tp->recv_acquire(c->link, &slot, &got));
-  struct fingerprint theirs = {0}, mine = fingerprint_of(op);
+  struct ringo_fingerprint theirs = {0}, mine = ringo_fingerprint_of(op);
   if (got >= SLICE_HEADER) memcpy(&theirs, slot, sizeof theirs);
-  if (got < SLICE_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0) return mismatch(op, &theirs, c->peer);
+  if (got < SLICE_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_coll_mismatch(op, &theirs, c->peer);
   if (got != bytes + SLICE_HEADER)
     return ringo_fail(ringoInternalError, "rank %d received a %zu-byte slice from rank %d where %zu were due",
                       op->comm->rank, got - SLICE_HEADER, c->peer, bytes);
@@ -85,7 +85,7 @@ static ringoResult_t conn_release(const ringoComm_t comm, struct ringo_conn* c, 
 static ringoResult_t conn_send(const struct ringo_op* op, struct ringo_conn* c, void** payload) {
   void* slot = NULL;
   RINGO_CHECK(c->tp->send_acquire(c->link, &slot));
-  const struct fingerprint fp = fingerprint_of(op);
+  const struct ringo_fingerprint fp = ringo_fingerprint_of(op);
   memcpy(slot, &fp, sizeof fp);
   *payload = (char*)slot + SLICE_HEADER;
   return ringoSuccess;
@@ -213,8 +213,7 @@ static ringoResult_t step_failed(const struct ringo_op* op, ringoResult_t res, i
   snprintf(what, sizeof what, "%s", ringo_thread_last_error());
   /* An error passed on by a neighbour already says where it started; say it once. */
   if (strstr(what, " [in ringo") != NULL) return res;
-  const struct fingerprint f = fingerprint_of(op);
-  describe(&f, fp, sizeof fp);
+  ringo_coll_describe(op, fp, sizeof fp);
   if (op->coll == RINGO_COLL_ALLREDUCE) allreduce_step_name(op->comm->nranks, t, step, sizeof step);
   else snprintf(step, sizeof step, "step %d", t);
   return ringo_annotate(res, "%s [in %s, %s of rank %d (ring position %d), chunk %d, slice %zu]", what, fp, step,
@@ -231,7 +230,7 @@ static size_t ring_rounds(const struct ringo_op* op) {
 size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice) {
   const int naive = op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE;
   *slice = slice_elems(op->comm, op->type);
-  return op->comm->nranks > 1 && !naive ? ring_rounds(op) : 0;
+  return op->comm->nranks > 1 && !naive && !ringo_oneshot_fits(op) ? ring_rounds(op) : 0;
 }
 
 /* A staged collective's pipeline (comm.h): before the first round of phase p > 0, wait until its
@@ -286,14 +285,28 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
   return ringoSuccess;
 }
 
-/* The host engine on op as given (its seq already taken). */
+static ringoResult_t run_engine(const struct ringo_op* op) {
+  if (op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) return run_naive(op);
+  return run_ring(op);
+}
+
+/* The host engine on op as given (its seq already taken). With a board, every host collective is
+ * a board op: a small one runs there, any other posts its fingerprint (board.h says why). */
 static ringoResult_t run_host(const struct ringo_op* op) {
-  if (op->comm->nranks == 1) {
+  const ringoComm_t comm = op->comm;
+  if (comm->nranks == 1) {
     run_single(op);
     return ringoSuccess;
   }
-  if (op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) return run_naive(op);
-  return run_ring(op);
+  if (!comm->board) return run_engine(op);
+  const uint64_t b = comm->board_ops++;
+  if (ringo_oneshot_fits(op)) return ringo_oneshot_run(op, b);
+  RINGO_CHECK(ringo_board_claim(comm, b, op, NULL));
+  const struct ringo_fingerprint fp = ringo_fingerprint_of(op);
+  ringo_board_post(comm, b, &fp);
+  RINGO_CHECK(run_engine(op));
+  ringo_board_done(comm, b);
+  return ringoSuccess;
 }
 
 ringoResult_t ringo_coll_run_staged(const struct ringo_op* op) {
@@ -318,8 +331,7 @@ ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
   op.seq = comm->seq++;
   if (ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_COLL)) {
     char fp[160];
-    const struct fingerprint f = fingerprint_of(&op);
-    describe(&f, fp, sizeof fp);
+    ringo_coll_describe(&op, fp, sizeof fp);
     RINGO_INFO(RINGO_LOG_COLL, "rank %d: %s", comm->rank, fp);
   }
   atomic_fetch_add(&comm->inflight, 1);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "board.h"
 #include "bootstrap.h"
 #include "device.h"
 #include "trace.h"
@@ -197,6 +198,7 @@ void ringo_comm_free(ringoComm_t comm) {
   for (int r = 0; comm->star_to && r < comm->nranks; r++) conn_close(&comm->star_to[r]);
   for (int r = 0; comm->star_from && r < comm->nranks; r++) conn_close(&comm->star_from[r]);
   ringo_p2p_free(comm);
+  ringo_board_free(comm);
   free(comm->star_to);
   free(comm->star_from);
   if (comm->tctx_free) comm->tctx_free(comm->tctx);
@@ -227,6 +229,7 @@ void ringo_comm_fail(ringoComm_t comm, ringoResult_t res) {
   snprintf(msg, sizeof msg, "%s", ringo_thread_last_error());
   conn_poison(&comm->send, res, msg);
   conn_poison(&comm->recv, res, msg);
+  ringo_board_poison(comm, res, msg);
   for (int r = 0; r < comm->nranks; r++) {
     if (comm->star_to) conn_poison(&comm->star_to[r], res, msg);
     if (comm->star_from) conn_poison(&comm->star_from[r], res, msg);
@@ -245,8 +248,18 @@ ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what) {
                     "it and create a new one", what, comm->rank, ringoGetErrorString(res), comm->fail_error);
 }
 
+/* The largest input this rank lets small collectives post on the one-shot board: none when the
+ * algorithm is forced or every link must go over MPI. */
+static uint64_t oneshot_allowed(const ringoComm_t comm) {
+  const int shm_ok = !comm->env.transport[0] || strcmp(comm->env.transport, "shm") == 0;
+  if (strcmp(comm->env.algo, "auto") != 0 || !shm_ok) return 0;
+  if (comm->env.oneshot_bytes != RINGO_ONESHOT_PER_PEER) return comm->env.oneshot_bytes;
+  const uint64_t per_peer = (uint64_t)4096 * (uint64_t)(comm->nranks - 1);
+  return per_peer < (1u << 20) ? per_peer : (1u << 20);
+}
+
 static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank};
+  struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank, .oneshot_bytes = oneshot_allowed(comm)};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
   comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);
   comm->ring = calloc((size_t)comm->nranks, sizeof(int));
@@ -259,6 +272,7 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
   if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));
   RINGO_CHECK(ringo_p2p_setup(comm, rv));
+  RINGO_CHECK(ringo_board_setup(comm, rv));
   RINGO_CHECK(ringo_device_setup(comm, rv));
   log_ring(comm, comm->info);
   return ringoSuccess;
@@ -279,9 +293,9 @@ ringoComm_t ringo_comm_alloc(int nranks, int rank) {
 /* Everything after the rendezvous is up: links, mailbox, trace. On failure the communicator is
  * left in error with what was made, for ringo_comm_free. */
 static ringoResult_t comm_init(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  ringoResult_t res = strcmp(comm->env.algo, "ring") == 0 || comm->algo_naive
-                          ? ringoSuccess
-                          : ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected ring or naive", comm->env.algo);
+  const int known = strcmp(comm->env.algo, "auto") == 0 || strcmp(comm->env.algo, "ring") == 0 || comm->algo_naive;
+  ringoResult_t res = known ? ringoSuccess
+                            : ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected auto, ring or naive", comm->env.algo);
   if (res == ringoSuccess) res = comm_setup(comm, rv);
   if (res == ringoSuccess && comm->env.trace_path[0])
     res = ringo_trace_open(&comm->trace, comm->env.trace_path, comm->rank, comm->nranks);

@@ -55,6 +55,11 @@ static void chain_steps(int nranks, int pos, int first, enum ringo_prim head, en
   put(steps, n, d == 0 ? head : (d == nranks - 1 ? tail : middle), 0);
 }
 
+int ringo_reduce_start(enum ringo_coll coll, int nranks, int root_pos, int c) {
+  if (coll == RINGO_COLL_REDUCE) return ringo_mod(root_pos + 1, nranks);
+  return ringo_rs_send_chunk(nranks, c, 0);
+}
+
 int ringo_schedule(enum ringo_coll coll, int nranks, int pos, int root_pos, struct ringo_step* steps) {
   int n = 0;
   if (nranks <= 1) return 0;

@@ -246,6 +246,23 @@ inline std::string Label(const Case& c) {
   return os.str();
 }
 
+// Every collective, dtype and op (none for all-gather and broadcast) at every count, out of place
+// and in place; broadcast's and reduce's root moves on by one rank each case.
+inline std::vector<Case> EveryCase(int n, const std::vector<size_t>& counts) {
+  std::vector<Case> cases;
+  int root = 0;
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+    const bool has_op = coll != Coll::kAllGather && coll != Coll::kBroadcast;
+    const bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
+    for (ringoDataType_t t : kAllTypes)
+      for (int o = 0; o < (has_op ? RINGO_NUM_OPS : 1); o++)
+        for (size_t count : counts)
+          for (int inplace = 0; inplace < 2; inplace++)
+            cases.push_back({coll, t, kAllOps[o], count, inplace != 0, rooted ? root++ % n : 0});
+  }
+  return cases;
+}
+
 // The buffers of one rank for one case; send and recv point into a and b.
 struct CaseBufs {
   Buf a, b;

@@ -61,7 +61,7 @@ class BenchCollective : public testing::TestWithParam<const char*> {};
 TEST_P(BenchCollective, EveryDtypeIsRightAndMeetsTheLaw) {
   ASSERT_EQ(0, access(BenchPath().c_str(), X_OK)) << BenchPath() << " was not built";
   const std::string coll = GetParam();
-  const BenchRun r = RunBench("-N 3 -C " + coll + " -b 1K -e 256K -f 16 -n 2 -w 1 -d all -o sum");
+  const BenchRun r = RunBench("-N 3 -C " + coll + " -b 1K -e 256K -f 16 -n 2 -w 1 -d all -o sum --algo ring");
   ASSERT_EQ(0, r.status) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("# Out of bounds values : 0 OK")) << r.out;
   const auto rows = Rows(r.out);
@@ -81,6 +81,24 @@ TEST_P(BenchCollective, EveryDtypeIsRightAndMeetsTheLaw) {
 INSTANTIATE_TEST_SUITE_P(C, BenchCollective,
                          testing::Values("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce",
                                          "sendrecv"));
+
+// The default algorithm runs an all-reduce of at most 4 KiB per other rank one-shot on one host:
+// the table says so, each rank sending its input to the N - 1 others (law N / 2 = 2 at N = 4), and
+// the ring from there on (law 1).
+TEST(Bench, AutoRunsSmallAllReducesOneShotAndSaysSo) {
+  const BenchRun r = RunBench("-N 4 -b 3K -e 48K -f 4 -n 2 -w 1 -d int32 -o sum");
+  ASSERT_EQ(0, r.status) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("# Algorithm: auto")) << r.out;
+  EXPECT_NE(std::string::npos, r.out.find("# Out of bounds values : 0 OK")) << r.out;
+  const auto rows = Rows(r.out);
+  ASSERT_EQ(3u, rows.size()) << r.out;
+  const char* const expect[] = {"2.000", "2.000", "1.000"};  // 3 KiB, 12 KiB: one-shot; 48 KiB: the ring
+  for (size_t i = 0; i < rows.size(); i++) {
+    ASSERT_EQ(15u, rows[i].size()) << r.out;
+    EXPECT_EQ(expect[i], rows[i][14]) << rows[i][0] << " bytes\n" << r.out;
+    EXPECT_EQ("0", rows[i][8]) << rows[i][0] << " bytes: wrong elements";
+  }
+}
 
 // Every op of the reductions, including avg of integers (truncated, as the library does).
 TEST(Bench, EveryOpOfAllReduceIsRight) {

@@ -376,10 +376,20 @@ INSTANTIATE_TEST_SUITE_P(N, OtherCollectivesFork, testing::Values(1, 2, 3, 4, 8)
 
 TEST(OtherCollectivesGroup, ThreeRanksFromOneThread) { ringo_test::RunGroup(3, OtherCollectivesScenario, Generous()); }
 
+// The ring's law at every size, small ones included (RINGO_ALGO=auto would run those one-shot:
+// test_oneshot.cc counts their bytes).
+Options RingOnly() {
+  Options o;
+  o.env = {{"RINGO_ALGO", "ring"}};
+  return o;
+}
+
 class Counters : public testing::TestWithParam<int> {};
-TEST_P(Counters, AllReduceMovesTwoNMinusOneOverNBytes) { ringo_test::RunForked(GetParam(), CountersScenario); }
+TEST_P(Counters, AllReduceMovesTwoNMinusOneOverNBytes) {
+  ringo_test::RunForked(GetParam(), CountersScenario, RingOnly());
+}
 INSTANTIATE_TEST_SUITE_P(N, Counters, testing::Values(1, 2, 3, 4, 8));
 
-TEST(CountersGroup, FourRanksFromOneThread) { ringo_test::RunGroup(4, CountersScenario); }
+TEST(CountersGroup, FourRanksFromOneThread) { ringo_test::RunGroup(4, CountersScenario, RingOnly()); }
 
 }  // namespace

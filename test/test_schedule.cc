@@ -21,13 +21,15 @@ struct Replay {
   // out[p][c]: what position p finally holds for chunk c (kNone if nothing written).
   std::vector<std::vector<Mask>> out;
   std::vector<int> sends, recvs;
+  // order[c]: the positions whose inputs went into chunk c, in the order the ring combined them.
+  std::vector<std::vector<int>> order;
 };
 
 // Runs every position's steps in lock-step: the message position p sends at step t is what p+1
 // receives at step t+1, and must be about the same chunk.
 Replay replay(enum ringo_coll coll, int nranks, int root) {
   Replay r{nranks, std::vector<std::vector<Mask>>(nranks, std::vector<Mask>(nranks, kNone)),
-           std::vector<int>(nranks), std::vector<int>(nranks)};
+           std::vector<int>(nranks), std::vector<int>(nranks), std::vector<std::vector<int>>(nranks)};
   std::vector<std::vector<ringo_step>> steps(nranks, std::vector<ringo_step>(RINGO_MAX_STEPS(nranks) + 1));
   std::vector<int> n(nranks);
   int most = 0;
@@ -56,11 +58,15 @@ Replay replay(enum ringo_coll coll, int nranks, int root) {
         r.recvs[p]++;
       }
       switch (st.prim) {
-        case RINGO_PRIM_SEND: case RINGO_PRIM_COPY_SEND: value = in; break;
+        case RINGO_PRIM_SEND: case RINGO_PRIM_COPY_SEND:
+          value = in;
+          if (st.prim == RINGO_PRIM_SEND) r.order[st.chunk].push_back(p);
+          break;
         case RINGO_PRIM_RECV_REDUCE_SEND: case RINGO_PRIM_RECV_REDUCE_COPY_SEND:
         case RINGO_PRIM_RECV_REDUCE_COPY:
           EXPECT_EQ(recv & in, kNone) << "rank " << p << " counted twice";
           value = recv | in;
+          r.order[st.chunk].push_back(p);
           break;
         case RINGO_PRIM_RECV_COPY_SEND: case RINGO_PRIM_RECV: value = recv; break;
       }
@@ -144,6 +150,26 @@ TEST(Schedule, BroadcastAndReduceChains) {
         EXPECT_EQ(b.sends[p], p == ringo_mod(root - 1, n) ? 0 : 1);
         EXPECT_EQ(d.out[p][0], p == root ? all_ranks(n) : kNone) << "reduce n=" << n << " root=" << root;
         EXPECT_EQ(d.sends[p], p == root ? 0 : 1);
+      }
+    }
+  }
+}
+
+// The one-shot path reduces in the order ringo_reduce_start gives; the ring must combine in it too,
+// or the two would give different floating-point bits for the same call.
+TEST(Schedule, ReduceStartIsTheRingsOrder) {
+  for (int n = 2; n <= 9; n++) {
+    for (enum ringo_coll coll : {RINGO_COLL_ALLREDUCE, RINGO_COLL_REDUCESCATTER, RINGO_COLL_REDUCE}) {
+      for (int root = 0; root < (coll == RINGO_COLL_REDUCE ? n : 1); root++) {
+        const Replay r = replay(coll, n, root);
+        const int chunks = coll == RINGO_COLL_REDUCE ? 1 : n;
+        for (int c = 0; c < chunks; c++) {
+          ASSERT_EQ(r.order[c].size(), size_t(n)) << "coll " << coll << " n " << n << " chunk " << c;
+          const int start = ringo_reduce_start(coll, n, root, c);
+          for (int k = 0; k < n; k++)
+            EXPECT_EQ(r.order[c][k], ringo_mod(start + k, n)) << "coll " << coll << " n " << n << " root " << root
+                                                               << " chunk " << c << " input " << k;
+        }
       }
     }
   }

@@ -238,7 +238,8 @@ TEST_P(TraceFile, RealRunRecordsEveryRingStep) {
   const std::string path = FreshPath(n);
   ringo_test::Options opts;
   opts.deadline_s = 30;
-  opts.env = {{"RINGO_TRACE", path}, {"RINGO_SLICE_BYTES", std::to_string(kSliceBytes)}};
+  // Every step of the ring, at every size (RINGO_ALGO=auto would run small ones one-shot).
+  opts.env = {{"RINGO_TRACE", path}, {"RINGO_SLICE_BYTES", std::to_string(kSliceBytes)}, {"RINGO_ALGO", "ring"}};
   ringo_test::RunForked(n, TwoAllReduces, opts);
   if (HasFailure()) return;
 

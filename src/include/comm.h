@@ -25,6 +25,7 @@ struct ringo_rank_info {
   char host[256]; /* as long as ringo_env.hostname */
   int32_t pid;
   int32_t rank;
+  uint64_t oneshot_bytes; /* the largest one-shot input it allows (RINGO_ONESHOT_BYTES; 0: none) */
 };
 
 /* Point-to-point state of one peer (p2p.c): the two links, made on first use, and how many
@@ -51,6 +52,8 @@ struct ringoComm {
   struct ringo_p2p_peer* p2p;   /* p2p[peer] */
   void* mailbox;                /* this host's point-to-point mailbox segment (p2p.c), or NULL */
   size_t mailbox_bytes;
+  struct ringo_board* board;    /* the one-shot board (board.c): all ranks on one host; or NULL */
+  uint64_t board_ops;           /* host collectives run on a communicator with a board (board.h) */
   struct ringo_device* device;  /* the CUDA side (device.c), or NULL */
   int ready;                    /* init finished (an init queued in a group is not ready before ringoGroupEnd) */
   void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */
@@ -107,6 +110,21 @@ struct ringo_op {
   const struct ringo_phases* phases; /* host ring of a staged collective only, or NULL */
 };
 
+/* What every slice of a collective (and its one-shot post, oneshot.c) says it belongs to; ranks
+ * compare them as bytes, so a mismatched or skipped call is named instead of hanging. */
+struct ringo_fingerprint {
+  uint64_t seq, count;
+  uint32_t coll, op, type;
+  int32_t root;
+};
+#define RINGO_FINGERPRINT_BYTES 64 /* room kept for one before a payload: keeps it aligned */
+_Static_assert(sizeof(struct ringo_fingerprint) <= RINGO_FINGERPRINT_BYTES, "fingerprint too large");
+struct ringo_fingerprint ringo_fingerprint_of(const struct ringo_op* op);
+/* "ringoAllReduce #3 (count 4, float32, sum, root 0)" */
+void ringo_coll_describe(const struct ringo_op* op, char* buf, size_t cap);
+/* The error for a rank whose fingerprint differs from op's. */
+ringoResult_t ringo_coll_mismatch(const struct ringo_op* op, const struct ringo_fingerprint* theirs, int peer);
+
 /* How ranks meet during init: the TCP bootstrap (ringoCommInitRank) or MPI collectives
  * (ringoCommInitMPI). Both give an allgather, a barrier and a close. */
 struct ringo_rendezvous {
@@ -152,9 +170,14 @@ ringoResult_t ringo_coll_run(const struct ringo_op* op);
  * function (staged.c): a failure puts the communicator in error; nothing runs once it is. */
 ringoResult_t ringo_coll_run_staged(const struct ringo_op* op);
 /* The rounds the host ring walks for op (round j moves slice j, of *slice_elems elements, of every
- * chunk), or 0 when the engine runs op otherwise (one rank, RINGO_ALGO=naive): what a staged
+ * chunk), or 0 when the engine runs op otherwise (one rank, one-shot, RINGO_ALGO=naive): what a staged
  * collective may cut into phases. */
 size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice_elems);
+
+/* The one-shot path (oneshot.c) for a communicator with a board (board.h): 1 when op's input fits
+ * the board, which every rank decides alike from the fingerprint; then op runs as board op b. */
+int ringo_oneshot_fits(const struct ringo_op* op);
+ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b);
 
 /* Point-to-point (p2p.c): the mailbox made at init through rv; then n sends and receives of comm
  * progressed together to completion (one call outside a group, a group's batch at ringoGroupEnd);

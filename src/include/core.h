@@ -73,7 +73,11 @@ struct ringo_env {
   char comm_id[256];       /* RINGO_COMM_ID: host:port the bootstrap root binds to */
   char trace_path[256];    /* RINGO_TRACE: Chrome-trace JSON file of every ring step ("": off) */
   char transport[16];      /* RINGO_TRANSPORT: shm|mpi forces every link's transport ("": per link) */
-  char algo[16];           /* RINGO_ALGO: ring (default) or naive (gather to rank 0 + send back: a baseline) */
+  char algo[16];           /* RINGO_ALGO: auto (default: the ring, small collectives of one host one-shot), ring
+                              (the ring always), or naive (gather to rank 0 + send back: a baseline) */
+  size_t oneshot_bytes;    /* RINGO_ONESHOT_BYTES: the largest input (per rank) a collective of ranks all on one
+                              host runs one-shot with under RINGO_ALGO=auto (0: never; unset:
+                              RINGO_ONESHOT_PER_PEER, 4 KiB per other rank) */
   int cuda_enable;         /* RINGO_CUDA: 0 keeps communicators off the GPU (no device memory, no context) */
   int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs (0: as many
                               as the GPU holds resident for all its ranks, at most 64) */
@@ -91,6 +95,7 @@ struct ringo_env {
                               (default 8; 1: whole-buffer copies) */
   size_t staged_piece_bytes; /* RINGO_STAGED_PIECE_BYTES: least bytes of one chunk a phase copies (default 1 MiB) */
 };
+#define RINGO_ONESHOT_PER_PEER ((size_t)-1)
 /* Reads the environment now (cheap; called at every communicator init so tests may change it). */
 void ringo_env_read(struct ringo_env* env);
 

@@ -72,6 +72,13 @@ void ringo_slice_range(size_t chunk_len, size_t slice_elems, size_t round, size_
  * nphases as even as can be, none empty when nphases <= rounds. */
 void ringo_phase_rounds(size_t rounds, int nphases, int p, size_t* first, size_t* end);
 
+/* The ring position whose input starts the reduction of chunk c: the ring combines the inputs of
+ * positions start, start + 1, ..., start + N - 1 (mod N) in that order, each step op(what came in,
+ * its own input), the last step producing the final value. All-reduce and reduce-scatter: chunk
+ * c starts at position c (reduce-scatter step 0 sends chunk pos); reduce: the chain starts after
+ * the root. The one-shot path (oneshot.c) follows this order, so both give the same bits. */
+int ringo_reduce_start(enum ringo_coll coll, int nranks, int root_pos, int c);
+
 /* The seed's step formulas, exposed for tools and tests. */
 int ringo_mod(int a, int n);
 int ringo_rs_send_chunk(int nranks, int pos, int step);

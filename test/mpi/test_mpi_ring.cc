@@ -53,9 +53,11 @@ std::string Verify(const Case& c, const Pattern& pat, int n, int r, const CaseBu
 
 // Payload bytes one rank must put on its link for c (the ring's law), or -1 where it has none
 // this test states: all-reduce with N | count sends 2(N-1)/N of the data, reduce-scatter and
-// all-gather (N-1) blocks.
-int64_t LawBytes(const Case& c, int n) {
+// all-gather (N-1) blocks. One-shot (count > 0, input at most oneshot bytes): an all-reduce's
+// input goes to each of the N-1 others.
+int64_t LawBytes(const Case& c, int n, size_t oneshot) {
   const int64_t bytes = static_cast<int64_t>(c.count * ringo_cases::TypeSize(c.type));
+  if (c.coll == Coll::kAllReduce && c.count > 0 && static_cast<size_t>(bytes) <= oneshot) return (n - 1) * bytes;
   if (c.coll == Coll::kAllReduce) return c.count % static_cast<size_t>(n) == 0 ? 2 * (n - 1) * bytes / n : -1;
   if (c.coll == Coll::kReduceScatter || c.coll == Coll::kAllGather) return (n - 1) * bytes;
   return -1;
@@ -64,7 +66,7 @@ int64_t LawBytes(const Case& c, int n) {
 // Runs c on this rank; "" or what went wrong. *hash gets the result's hash where every rank must
 // end with the same bytes (0 elsewhere). False in *ok when the call itself failed: the ranks may be
 // out of step then, and the caller must stop.
-std::string RunCase(const Case& c, ringoComm_t comm, int n, int r, uint64_t* hash, bool* ok) {
+std::string RunCase(const Case& c, ringoComm_t comm, int n, int r, size_t oneshot, uint64_t* hash, bool* ok) {
   const Pattern pat = PatternFor(c, n);
   CaseBufs b;
   ringo_cases::Prepare(c, pat, n, r, &b);
@@ -75,7 +77,7 @@ std::string RunCase(const Case& c, ringoComm_t comm, int n, int r, uint64_t* has
   if (!*ok) return std::string("returned ") + ResultName(res) + ": " + ringoGetLastError(comm);
   ringoCommGetStats(comm, &after);
   std::string err = Verify(c, pat, n, r, b);
-  const int64_t law = LawBytes(c, n);
+  const int64_t law = LawBytes(c, n, oneshot);
   const int64_t sent = static_cast<int64_t>(after.bytesSent - before.bytesSent);
   const int64_t received = static_cast<int64_t>(after.bytesReceived - before.bytesReceived);
   if (law >= 0 && (sent != law || received != law))
@@ -97,6 +99,9 @@ struct RingConfig {
   int n;
   const char* transport;  // RINGO_TRANSPORT for this ring, nullptr: chosen per link by host
   std::vector<int> hosts;  // fake host of each rank (RINGO_HOSTNAME), empty: the real host
+  // RINGO_ONESHOT_BYTES of a ring on one real host, or nullptr: RINGO_ALGO=ring. Both paths are
+  // run under mpirun, and the counters check the law of the one each case took.
+  const char* oneshot = nullptr;
 };
 
 std::string HostName(const RingConfig& cfg, int r, const std::vector<std::string>& real) {
@@ -181,11 +186,16 @@ ringoComm_t InitRing(MPI_Comm sub, const RingConfig& cfg) {
   for (int q = 0; q < cfg.n; q++) host.push_back(HostName(cfg, q, real));
   if (cfg.transport) setenv("RINGO_TRANSPORT", cfg.transport, 1);
   if (!cfg.hosts.empty()) setenv("RINGO_HOSTNAME", host[r].c_str(), 1);
+  const bool algo_given = getenv("RINGO_ALGO") != nullptr;  // by the test (naive)
+  if (cfg.oneshot) setenv("RINGO_ONESHOT_BYTES", cfg.oneshot, 1);
+  else if (!algo_given) setenv("RINGO_ALGO", "ring", 1);
   ringoComm_t comm = nullptr;
   std::string log;
   const ringoResult_t res = InitQuietly(&comm, sub, &log);
   unsetenv("RINGO_TRANSPORT");
   unsetenv("RINGO_HOSTNAME");
+  unsetenv("RINGO_ONESHOT_BYTES");
+  if (!algo_given) unsetenv("RINGO_ALGO");
   EXPECT_EQ(res, ringoSuccess) << "ringoCommInitMPI on rank " << r << ": " << ResultName(res) << ": "
                                << ringoGetLastError(nullptr) << "\n" << log;
   int ok = res == ringoSuccess, all_ok = 0;
@@ -199,24 +209,19 @@ ringoComm_t InitRing(MPI_Comm sub, const RingConfig& cfg) {
   return comm;
 }
 
+// The largest input a case of cfg runs one-shot with: the board needs every rank on one real host.
+size_t OneShotBytes(const RingConfig& cfg) {
+  if (!cfg.oneshot || cfg.transport || !cfg.hosts.empty()) return 0;
+  return std::stoul(cfg.oneshot) << (std::string(cfg.oneshot).back() == 'K' ? 10 : 0);
+}
+
 // Every case one ring runs, identical on every rank.
 std::vector<Case> Cases(const RingConfig& cfg) {
   const int n = cfg.n;
   std::vector<size_t> counts = {0, 1, static_cast<size_t>(n - 1), static_cast<size_t>(n + 1),
                                 static_cast<size_t>(n) * 517};  // the last for the counter law
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
-  std::vector<Case> cases;
-  int root = 0;
-  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
-    const bool has_op = coll != Coll::kAllGather && coll != Coll::kBroadcast;
-    for (ringoDataType_t t : ringo_cases::kAllTypes)
-      for (int o = 0; o < (has_op ? RINGO_NUM_OPS : 1); o++)
-        for (size_t count : counts)
-          for (int inplace = 0; inplace < 2; inplace++) {
-            const bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
-            cases.push_back({coll, t, ringo_cases::kAllOps[o], count, inplace != 0, rooted ? root++ % n : 0});
-          }
-  }
+  std::vector<Case> cases = ringo_cases::EveryCase(n, counts);
   // A few large cases: many slices per chunk, so the slot FIFOs wrap many times.
   const size_t big = 1000003;
   cases.push_back({Coll::kAllReduce, ringoFloat32, ringoSum, big, false, 0});
@@ -245,7 +250,7 @@ void RunRing(MPI_Comm sub, const RingConfig& cfg) {
   int reported = 0;
   for (size_t i = 0; i < cases.size(); i++) {
     bool ok = true;
-    const std::string err = RunCase(cases[i], comm, cfg.n, r, &hashes[i], &ok);
+    const std::string err = RunCase(cases[i], comm, cfg.n, r, OneShotBytes(cfg), &hashes[i], &ok);
     if (!err.empty() && (!ok || ++reported <= kMaxReported))
       ADD_FAILURE() << cfg.name << " ring, rank " << r << ": " << Label(cases[i]) << ": " << err;
     if (!ok) break;  // the ranks may be out of step: the others end in ringoTimeout
@@ -274,19 +279,25 @@ TEST_P(MpiRingTest, EveryCollectiveTypeAndOpIsExact) {
 }
 
 // (a) every link over MPI; (b) fake hosts given to ranks out of order, so the ring is reordered
-// and mixes shm and MPI links; (c) one real host, every link shm, under mpirun.
+// and mixes shm and MPI links — both allow the one-shot path, which must not be taken (no board:
+// the counters show the ring's law); (c) one real host, every link shm, under mpirun: the ring
+// alone, or small cases one-shot (up to 4 KiB of input; shm8: every case but the six large ones).
 const RingConfig kRings[] = {
-    {"mpi2", 2, "mpi", {}},
-    {"mpi3", 3, "mpi", {}},
-    {"mpi4", 4, "mpi", {}},
-    {"mpi8", 8, "mpi", {}},
-    {"hosts2x2", 4, nullptr, {0, 1, 0, 1}},
-    {"hosts1_2_3", 6, nullptr, {2, 1, 2, 0, 1, 2}},
-    {"hosts4x2", 8, nullptr, {0, 1, 0, 1, 0, 1, 0, 1}},
+    {"mpi2", 2, "mpi", {}, "4K"},
+    {"mpi3", 3, "mpi", {}, "4K"},
+    {"mpi4", 4, "mpi", {}, "4K"},
+    {"mpi8", 8, "mpi", {}, "4K"},
+    {"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"},
+    {"hosts1_2_3", 6, nullptr, {2, 1, 2, 0, 1, 2}, "4K"},
+    {"hosts4x2", 8, nullptr, {0, 1, 0, 1, 0, 1, 0, 1}, "4K"},
     {"shm2", 2, nullptr, {}},
     {"shm3", 3, nullptr, {}},
     {"shm4", 4, nullptr, {}},
     {"shm8", 8, nullptr, {}},
+    {"shm2_oneshot", 2, nullptr, {}, "4K"},
+    {"shm3_oneshot", 3, nullptr, {}, "4K"},
+    {"shm4_oneshot", 4, nullptr, {}, "4K"},
+    {"shm8_oneshot", 8, nullptr, {}, "64K"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rings, MpiRingTest, testing::ValuesIn(kRings),
@@ -345,7 +356,7 @@ void UserTrafficAcrossCollectives(MPI_Comm sub, const RingConfig& cfg) {
     const Case c{Coll::kAllReduce, ringoInt32, ringoSum, count, false, 0};
     uint64_t hash = 0;
     bool ok = true;
-    const std::string err = RunCase(c, comm, n, r, &hash, &ok);
+    const std::string err = RunCase(c, comm, n, r, OneShotBytes(cfg), &hash, &ok);
     EXPECT_EQ(err, "") << cfg.name << " ring, rank " << r << ": " << Label(c);
   }
   MPI_Request late;

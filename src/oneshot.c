@@ -1,0 +1,121 @@
+/* oneshot.c — small collectives in one hand-off: each rank posts its input on the board (board.h),
+ * reads its peers' and combines them in the ring's own order, so the bits equal the ring's.
+ * Tested by test/test_oneshot.cc (every collective, dtype and op against the ring, bit for bit). */
+#include <stdio.h>
+
+#include "board.h"
+#include "reduce.h"
+
+/* Below a few KiB the ring's 2(N-1) hand-offs, each a wake-up of the next rank, cost more than the
+ * bytes: a one-shot all-reduce reads (N-1)·D instead of moving 2(N-1)/N·D, but waits once. */
+
+/* Bytes rank `rank` posts for op: its whole input (reduce-scatter: N blocks), or nothing (a
+ * broadcast's other ranks). */
+static size_t posted_bytes(const struct ringo_op* op, int rank) {
+  const size_t bytes = op->count * ringo_type_size(op->type);
+  switch (op->coll) {
+    case RINGO_COLL_REDUCESCATTER: return bytes * (size_t)op->comm->nranks;
+    case RINGO_COLL_BROADCAST: return rank == op->root ? bytes : 0;
+    default: return bytes;
+  }
+}
+
+int ringo_oneshot_fits(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  return comm->board && comm->nranks > 1 && op->count > 0 &&
+         posted_bytes(op, op->root) <= ringo_board_capacity(comm->board);
+}
+
+/* out = chunk c of every input combined as the ring combines it: op(op(x_start, x_start+1), ...),
+ * partial steps with the partial op, the last with the final one (avg's division fused there). */
+static ringoResult_t reduce_chunk(const struct ringo_op* op, const void* const* in, int c, char* out) {
+  const ringoComm_t comm = op->comm;
+  const int n = comm->nranks;
+  const size_t esize = ringo_type_size(op->type);
+  size_t in_off, out_off, len;
+  ringo_chunk_geometry(op->coll, op->count, n, comm->ring, c, &in_off, &out_off, &len);
+  if (len == 0) return ringoSuccess;
+  const int start = ringo_reduce_start(op->coll, n, comm->pos_of[op->root], c);
+  const ringoRedOp_t partial = op->op == ringoAvg ? ringoSum : op->op;
+  char* dst = out + out_off * esize;
+  for (int k = 1; k < n; k++) {
+    const char* acc = k == 1 ? (const char*)in[comm->ring[start]] + in_off * esize : dst;
+    const char* next = (const char*)in[comm->ring[ringo_mod(start + k, n)]] + in_off * esize;
+    const int last = k == n - 1;
+    RINGO_CHECK(ringo_reduce(dst, NULL, acc, next, len, op->type, last ? op->op : partial, last ? n : 1));
+  }
+  return ringoSuccess;
+}
+
+/* This rank's part of op once every input is posted; counts the bytes it read from its peers and
+ * they read from it, as the links count theirs. */
+static ringoResult_t combine(const struct ringo_op* op, const void* const* in) {
+  const ringoComm_t comm = op->comm;
+  const int n = comm->nranks, me = comm->rank;
+  const size_t bytes = op->count * ringo_type_size(op->type), others = (size_t)(n - 1);
+  size_t sent = 0, received = 0;
+  switch (op->coll) {
+    case RINGO_COLL_ALLREDUCE:
+      for (int c = 0; c < n; c++) RINGO_CHECK(reduce_chunk(op, in, c, op->recvbuff));
+      sent = received = others * bytes;
+      break;
+    case RINGO_COLL_REDUCESCATTER: /* this rank's block is the chunk its ring position owns */
+      RINGO_CHECK(reduce_chunk(op, in, ringo_mod(comm->pos + 1, n), op->recvbuff));
+      sent = received = others * bytes;
+      break;
+    case RINGO_COLL_REDUCE:
+      if (me == op->root) RINGO_CHECK(reduce_chunk(op, in, 0, op->recvbuff));
+      sent = me == op->root ? 0 : bytes;
+      received = me == op->root ? others * bytes : 0;
+      break;
+    case RINGO_COLL_ALLGATHER:
+      for (int r = 0; r < n; r++) ringo_copy2((char*)op->recvbuff + (size_t)r * bytes, NULL, in[r], bytes);
+      sent = received = others * bytes;
+      break;
+    case RINGO_COLL_BROADCAST:
+      ringo_copy2(op->recvbuff, NULL, me == op->root ? op->sendbuff : in[op->root], bytes);
+      sent = me == op->root ? others * bytes : 0;
+      received = me == op->root ? 0 : bytes;
+      break;
+  }
+  atomic_fetch_add_explicit(&comm->bytes_sent, sent, memory_order_relaxed);
+  atomic_fetch_add_explicit(&comm->bytes_received, received, memory_order_relaxed);
+  return ringoSuccess;
+}
+
+/* A staged collective (comm.h) is one phase here (ringo_coll_rounds says 0 rounds); any later
+ * phase's input is awaited all the same, and every phase but the last (the proxy's) reported. */
+static ringoResult_t await_phases(const struct ringo_op* op) {
+  for (int p = 1; op->phases && p < op->phases->n; p++)
+    if (!op->phases->await(op->phases->ctx, p))
+      return ringo_fail(ringoInvalidUsage, "rank %d: phase %d of %d of a staged collective never reached host memory",
+                        op->comm->rank, p, op->phases->n);
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
+  const ringoComm_t comm = op->comm;
+  const int n = comm->nranks;
+  void* slot = NULL;
+  RINGO_CHECK(await_phases(op));
+  RINGO_CHECK(ringo_board_claim(comm, b, op, &slot));
+  const size_t bytes = posted_bytes(op, comm->rank);
+  if (bytes > 0) ringo_copy2(slot, NULL, op->sendbuff, bytes);
+  const struct ringo_fingerprint mine = ringo_fingerprint_of(op);
+  ringo_board_post(comm, b, &mine);
+  const void* in[n];
+  for (int i = 1; i <= n; i++) { /* the next rank first: on a ring of waiters, the likeliest to be there */
+    const int r = (comm->rank + i) % n;
+    struct ringo_fingerprint theirs;
+    if (r == comm->rank) {
+      in[r] = slot;
+      continue;
+    }
+    RINGO_CHECK(ringo_board_await(comm, b, r, op, &theirs, &in[r]));
+    if (memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_coll_mismatch(op, &theirs, r);
+  }
+  RINGO_CHECK(combine(op, in));
+  ringo_board_done(comm, b);
+  for (int p = 0; op->phases && p + 1 < op->phases->n; p++) op->phases->done(op->phases->ctx, p);
+  return ringoSuccess;
+}

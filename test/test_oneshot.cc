@@ -1,0 +1,334 @@
+// test_oneshot.cc — small collectives on one host in one hand-off (src/oneshot.c, src/board.c): the
+// same bits as the ring for every collective, dtype and op; the bytes counted; mismatches, timeouts
+// and dead peers named, never a hang; the ranks agreeing on when. Run: make test (build/test/test_oneshot).
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collective_cases.h"
+#include "harness.h"
+#include "ringo.h"
+
+using ringo_cases::Case;
+using ringo_cases::CaseBufs;
+using ringo_cases::Coll;
+using ringo_test::Options;
+using ringo_test::RunForked;
+using ringo_test::RunProcesses;
+using ringo_test::Shared;
+using ringo_test::Team;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Inexact inputs: floats of several magnitudes, so adding them in another order changes the low
+// bits (the test below fails if the one-shot adds in any order but the ring's); small integers.
+class RandomPattern {
+ public:
+  static constexpr size_t kElems = 4096;
+  RandomPattern(ringoDataType_t t, int n) : t_(t), size_(ringo_cases::TypeSize(t)), in_(size_t(n) * kElems * size_) {
+    uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t(t) << 32) ^ uint64_t(n);
+    for (size_t k = 0; k < size_t(n) * kElems; k++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      const uint32_t bits = uint32_t(x >> 33);
+      double v;
+      if (ringo_cases::IsFloat(t)) {
+        const double mant = 1.0 + double(bits & 0xffff) / 65536.0;
+        v = std::ldexp(mant, int((bits >> 16) % 9) - 4) * ((bits >> 25) & 1 ? -1 : 1);
+      } else {
+        v = double(bits % 101) - (ringo_cases::IsUnsigned(t) ? 0 : 50);
+      }
+      ringo_cases::Encode(v, t, &in_[k * size_]);
+    }
+  }
+  const unsigned char* In(int r, size_t i) const { return &in_[(size_t(r) * kElems + i % kElems) * size_]; }
+  ringoDataType_t type() const { return t_; }
+  size_t size() const { return size_; }
+
+ private:
+  ringoDataType_t t_;
+  size_t size_;
+  std::vector<unsigned char> in_;
+};
+
+std::vector<Case> AllCases(int n) { return ringo_cases::EveryCase(n, {1, size_t(n + 1), size_t(37 * n + 3)}); }
+
+uint64_t Fnv(const unsigned char* p, size_t bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < bytes; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// Bytes of the result rank r holds for c (none: a reduce's other ranks).
+size_t ResultBytes(const Case& c, int n, int r) {
+  const size_t bytes = c.count * ringo_cases::TypeSize(c.type);
+  if (c.coll == Coll::kReduce && r != c.root) return 0;
+  return c.coll == Coll::kAllGather ? bytes * size_t(n) : bytes;
+}
+
+// Runs every case on this rank and stores the hash of each result in row[case]; with oneshot and
+// N > 2, checks that each all-reduce read its N - 1 peers' inputs whole (the ring reads about
+// 2(N-1)/N of one: the same at N = 2, where AbsentPeerTimesOut shows the one-shot path taken).
+void HashEveryCase(Team& t, uint64_t* row, bool oneshot) {
+  const int n = t.nranks, r = t.ranks[0];
+  const std::vector<Case> cases = AllCases(n);
+  for (size_t i = 0; i < cases.size(); i++) {
+    const Case& c = cases[i];
+    const RandomPattern pat(c.type, n);
+    CaseBufs b;
+    ringo_cases::Prepare(c, pat, n, r, &b);
+    ringoCommStats before{}, after{};
+    ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &before));
+    ASSERT_EQ(ringoSuccess, ringo_cases::Call(c, b, t.comms[0])) << ringo_cases::Label(c) << ": "
+                                                                   << ringoGetLastError(t.comms[0]);
+    ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &after));
+    ASSERT_TRUE(b.GuardsIntact()) << ringo_cases::Label(c);
+    const uint64_t whole = uint64_t(n - 1) * c.count * ringo_cases::TypeSize(c.type);
+    if (oneshot && n > 2 && c.coll == Coll::kAllReduce) {
+      ASSERT_EQ(whole, after.bytesReceived - before.bytesReceived) << ringo_cases::Label(c);
+    }
+    row[i] = Fnv(b.recv, ResultBytes(c, n, r));
+  }
+}
+
+// rows[mode][rank][case] in memory the forked ranks share with the test.
+struct HashTable {
+  size_t cases, bytes;
+  uint64_t* mem;
+  HashTable(int n, size_t ncases) : cases(ncases), bytes(2 * size_t(n) * ncases * sizeof(uint64_t)) {
+    mem = static_cast<uint64_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  }
+  ~HashTable() { munmap(mem, bytes); }
+  uint64_t* Row(int mode, int n, int r) { return mem + (size_t(mode) * size_t(n) + size_t(r)) * cases; }
+};
+
+Options WithEnv(std::vector<std::pair<std::string, std::string>> env) {
+  Options o;
+  o.deadline_s = 120;
+  o.env = std::move(env);
+  return o;
+}
+
+}  // namespace
+
+// The one-shot path combines the inputs in the order the ring does (ringo_reduce_start), partial
+// steps in the type, avg's division last: every collective, dtype, op, count and placement gives
+// the same bits under RINGO_ALGO=ring and one-shot, on every rank.
+class OneShotBits : public testing::TestWithParam<int> {};
+TEST_P(OneShotBits, EqualTheRingsForEveryCollectiveTypeAndOp) {
+  const int n = GetParam();
+  HashTable table(n, AllCases(n).size());
+  ASSERT_NE(MAP_FAILED, static_cast<void*>(table.mem));
+  RunForked(n, [&](Team& t) { HashEveryCase(t, table.Row(0, n, t.ranks[0]), false); },
+            WithEnv({{"RINGO_ALGO", "ring"}}));
+  RunForked(n, [&](Team& t) { HashEveryCase(t, table.Row(1, n, t.ranks[0]), true); },
+            WithEnv({{"RINGO_ONESHOT_BYTES", "1M"}}));
+  if (HasFailure()) return;
+  const std::vector<Case> cases = AllCases(n);
+  int reported = 0;
+  for (int r = 0; r < n; r++)
+    for (size_t i = 0; i < cases.size(); i++)
+      if (table.Row(0, n, r)[i] != table.Row(1, n, r)[i] && ++reported <= 10)
+        ADD_FAILURE() << "rank " << r << ": " << ringo_cases::Label(cases[i]) << ": one-shot bits differ from the ring's";
+}
+INSTANTIATE_TEST_SUITE_P(N, OneShotBits, testing::Values(2, 3, 4, 5, 8));
+
+// What each collective moves one-shot: an input goes to every rank that reads it.
+TEST(OneShot, CountersSayWhoReadWhat) {
+  RunForked(4, [](Team& t) {
+    const int n = t.nranks, r = t.ranks[0];
+    const size_t count = 100, bytes = count * sizeof(int32_t);
+    std::vector<int32_t> in(count * size_t(n), r + 1), out(count * size_t(n));
+    struct Expect { const char* name; uint64_t sent, received; };
+    const uint64_t others = uint64_t(n - 1) * bytes;
+    auto moved = [&](const Expect& e, const std::function<ringoResult_t()>& call) {
+      ringoCommStats before{}, after{};
+      ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &before));
+      ASSERT_EQ(ringoSuccess, call()) << e.name << ": " << ringoGetLastError(t.comms[0]);
+      ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &after));
+      EXPECT_EQ(e.sent, after.bytesSent - before.bytesSent) << e.name << " rank " << r;
+      EXPECT_EQ(e.received, after.bytesReceived - before.bytesReceived) << e.name << " rank " << r;
+      EXPECT_EQ(1u, after.collectives - before.collectives) << e.name;
+    };
+    ringoComm_t c = t.comms[0];
+    moved({"all-reduce", others, others},
+          [&] { return ringoAllReduce(in.data(), out.data(), count, ringoInt32, ringoSum, c, nullptr); });
+    EXPECT_EQ(n * (n + 1) / 2, out[count - 1]);
+    moved({"reduce-scatter", others, others},
+          [&] { return ringoReduceScatter(in.data(), out.data(), count, ringoInt32, ringoMax, c, nullptr); });
+    EXPECT_EQ(n, out[0]);
+    moved({"all-gather", others, others}, [&] { return ringoAllGather(in.data(), out.data(), count, ringoInt32, c, nullptr); });
+    for (int q = 0; q < n; q++) EXPECT_EQ(q + 1, out[size_t(q) * count]);
+    moved({"broadcast", r == 2 ? others : 0, r == 2 ? 0 : bytes},
+          [&] { return ringoBroadcast(in.data(), out.data(), count, ringoInt32, 2, c, nullptr); });
+    EXPECT_EQ(3, out[count - 1]);
+    moved({"reduce", r == 1 ? 0 : bytes, r == 1 ? others : 0},
+          [&] { return ringoReduce(in.data(), out.data(), count, ringoInt32, ringoMin, 1, c, nullptr); });
+    if (r == 1) {
+      EXPECT_EQ(1, out[0]);
+    }
+  });
+}
+
+// Hundreds of calls in a row, one-shot and ring mixed (sizes around the 4 KiB threshold), in place:
+// a side of the board is reused every second call, so a rank that ran ahead must wait for the
+// slowest to finish reading it. Integer results are exact; forked, threads and one thread.
+void MixedStream(Team& t) {
+  const int n = t.nranks;
+  std::vector<std::vector<int32_t>> buf(t.size());
+  for (int it = 0; it < 300; it++) {
+    const size_t count = size_t(1 + (it * 7919) % 2048);  // 4 B .. 8 KiB
+    for (size_t k = 0; k < t.size(); k++) buf[k].assign(count, t.ranks[k] + it);
+    ASSERT_EQ(ringoSuccess, ringo_test::TeamCall(t, [&](size_t k) {
+      return ringoAllReduce(buf[k].data(), buf[k].data(), count, ringoInt32, ringoSum, t.comms[k], nullptr);
+    })) << "call " << it;
+    for (size_t k = 0; k < t.size(); k++) {
+      const int32_t expect = n * (n - 1) / 2 + n * it;
+      ASSERT_EQ(expect, buf[k][0]) << "call " << it << " rank " << t.ranks[k];
+      ASSERT_EQ(expect, buf[k][count - 1]) << "call " << it << " rank " << t.ranks[k];
+    }
+  }
+}
+TEST(OneShot, MixedStreamForked) { RunForked(4, MixedStream, WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}})); }
+TEST(OneShot, MixedStreamThreads) { ringo_test::RunThreads(3, MixedStream, WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}})); }
+TEST(OneShot, MixedStreamOneThread) { ringo_test::RunGroup(4, MixedStream, WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}})); }
+
+// A broadcast's root finishes on the ring as soon as its data is in its link's FIFO, so it can run
+// ahead into the next one-shot call while another rank still reads its slot from the one before:
+// there it must wait (ringo_board_claim) before it writes that side of the board again. The
+// all-reduce results are exact integers that change every call, so an overwritten slot shows.
+TEST(OneShot, RootRunningAheadWaitsBeforeReusingItsSlot) {
+  RunForked(4, [](Team& t) {
+    const int n = t.nranks, r = t.ranks[0];
+    const size_t small = 16384, big = 1 << 15;  // 64 KiB one-shot; a 128 KiB broadcast on the ring
+    std::vector<int32_t> buf(small), bcast(big);
+    for (int it = 0; it < 200; it++) {
+      for (size_t i = 0; i < small; i++) buf[i] = int32_t(size_t(it) * 7 + size_t(r) * 1000 + i % 13);
+      ASSERT_EQ(ringoSuccess, ringoAllReduce(buf.data(), buf.data(), small, ringoInt32, ringoSum, t.comms[0], nullptr))
+          << ringoGetLastError(t.comms[0]);
+      for (size_t i = 0; i < small; i += 97)
+        ASSERT_EQ(int32_t(n * (it * 7 + int(i % 13)) + 1000 * n * (n - 1) / 2), buf[i]) << "call " << it << " element " << i;
+      ASSERT_EQ(ringoSuccess, ringoBroadcast(bcast.data(), bcast.data(), big, ringoInt32, 0, t.comms[0], nullptr));
+    }
+  }, WithEnv({{"RINGO_ONESHOT_BYTES", "64K"}}));
+}
+
+// A mismatch is named on every rank within a moment, never found by RINGO_TIMEOUT (20 s): both
+// ranks one-shot with another count, and one rank's call on the ring while the others run
+// one-shot (its fingerprint on the board tells them; its ring links are poisoned for it).
+TEST(OneShot, MismatchFailsEveryRankQuickly) {
+  for (size_t odd_count : {size_t(9), size_t(1) << 16}) {
+    SCOPED_TRACE(odd_count);
+    Options o = WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}});
+    o.ringo_timeout_s = 20;
+    RunForked(3, [&](Team& t) {
+      std::vector<float> buf(size_t(1) << 16, 1.0f);
+      const double t0 = now_s();
+      const size_t count = t.ranks[0] == 1 ? odd_count : 10;
+      const ringoResult_t res = ringoAllReduce(buf.data(), buf.data(), count, ringoFloat32, ringoSum, t.comms[0], nullptr);
+      const std::string msg = ringoGetLastError(t.comms[0]);
+      EXPECT_EQ(ringoInvalidUsage, res) << msg;
+      EXPECT_LT(now_s() - t0, 5.0) << "found by the fingerprint, not by the timeout";
+      EXPECT_TRUE(contains(msg, "collective mismatch")) << msg;
+      EXPECT_TRUE(contains(msg, "count " + std::to_string(odd_count))) << msg;
+    }, o);
+  }
+}
+
+// A rank that never calls: the others time out after RINGO_TIMEOUT naming it and the call; a rank
+// that exits is named at once.
+TEST(OneShot, AbsentPeerTimesOutAndDeadPeerIsNamed) {
+  Options o = WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}});
+  o.ringo_timeout_s = 1.0;
+  RunForked(2, [](Team& t) {
+    std::vector<float> buf(16, 1.0f);
+    if (t.ranks[0] == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      return;
+    }
+    const double t0 = now_s();
+    const ringoResult_t res = ringoAllReduce(buf.data(), buf.data(), 16, ringoFloat32, ringoSum, t.comms[0], nullptr);
+    const double waited = now_s() - t0;
+    const std::string msg = ringoGetLastError(t.comms[0]);
+    EXPECT_EQ(ringoTimeout, res) << msg;
+    EXPECT_GE(waited, 1.0);
+    EXPECT_LT(waited, 2.0);
+    for (const char* part : {"rank 1 to join", "ringoAllReduce #0", "one-shot"})
+      EXPECT_TRUE(contains(msg, part)) << "missing '" << part << "' in: " << msg;
+  }, o);
+  o.ringo_timeout_s = 20.0;
+  RunProcesses(3, [](int rank, const ringoUniqueId& id, Shared& shared) {
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 3, id, rank)) << ringoGetLastError(nullptr);
+    ASSERT_TRUE(shared.Barrier());
+    if (rank == 2) _exit(0);  // leaves without a word
+    std::vector<int32_t> buf(8, 1);
+    const double t0 = now_s();
+    const ringoResult_t res = ringoAllReduce(buf.data(), buf.data(), 8, ringoInt32, ringoSum, comm, nullptr);
+    const std::string msg = ringoGetLastError(comm);
+    EXPECT_EQ(ringoRemoteError, res) << msg;
+    EXPECT_LT(now_s() - t0, 5.0) << "a dead peer is noticed, not waited out";
+    EXPECT_TRUE(contains(msg, "rank 2")) << msg;
+    ringoCommDestroy(comm);
+  }, o);
+}
+
+// One rank's error reaches the ranks waiting on the board: rank 2 (RINGO_TIMEOUT 1 s) gives up on
+// rank 1, which comes late; rank 0 (20 s) must learn it from the poisoned board at once, with rank
+// 2's message, and rank 1's late call must fail at once too.
+TEST(OneShot, FailureOnOneRankReachesTheOthersThroughTheBoard) {
+  Options o = WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}});
+  o.ringo_timeout_s = 0;  // set per rank below
+  RunProcesses(3, [](int rank, const ringoUniqueId& id, Shared& shared) {
+    setenv("RINGO_TIMEOUT", rank == 2 ? "1" : "20", 1);
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 3, id, rank)) << ringoGetLastError(nullptr);
+    ASSERT_TRUE(shared.Barrier());
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    std::vector<float> buf(16, 1.0f);
+    const double t0 = now_s();
+    const ringoResult_t res = ringoAllReduce(buf.data(), buf.data(), 16, ringoFloat32, ringoSum, comm, nullptr);
+    const double waited = now_s() - t0;
+    const std::string msg = ringoGetLastError(comm);
+    EXPECT_EQ(ringoTimeout, res) << "rank " << rank << ": " << msg;
+    EXPECT_TRUE(contains(msg, "rank 2 timed out")) << "rank " << rank << ": " << msg;
+    EXPECT_LT(waited, rank == 1 ? 0.5 : 2.0) << "rank " << rank << ": " << msg;
+    ringoCommDestroy(comm);
+  }, o);
+}
+
+// Ranks set to different thresholds all use the smallest, and one rank with RINGO_ALGO=ring keeps
+// every rank on the ring, so they never disagree on the path: a 4 KiB all-reduce runs on the ring
+// (its law) in both. (Ranks on several hosts have no board: test_mpi_ring's hosts rings.)
+TEST(OneShot, RanksAgreeOnTheSmallestThreshold) {
+  for (const char* which : {"RINGO_ONESHOT_BYTES", "RINGO_ALGO"}) {
+    SCOPED_TRACE(which);
+    const bool algo = std::string(which) == "RINGO_ALGO";
+    RunProcesses(4, [&](int rank, const ringoUniqueId& id, Shared&) {
+      if (algo) setenv("RINGO_ALGO", rank == 3 ? "ring" : "auto", 1);
+      else setenv("RINGO_ONESHOT_BYTES", rank == 3 ? "1K" : "64K", 1);
+      ringoComm_t comm = nullptr;
+      ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 4, id, rank)) << ringoGetLastError(nullptr);
+      const size_t count = 1024, bytes = count * sizeof(int32_t);  // 4 KiB: above 1K, below 64K
+      std::vector<int32_t> buf(count, rank);
+      ringoCommStats before{}, after{};
+      ASSERT_EQ(ringoSuccess, ringoCommGetStats(comm, &before));
+      ASSERT_EQ(ringoSuccess, ringoAllReduce(buf.data(), buf.data(), count, ringoInt32, ringoSum, comm, nullptr))
+          << ringoGetLastError(comm);
+      ASSERT_EQ(ringoSuccess, ringoCommGetStats(comm, &after));
+      EXPECT_EQ(6, buf[count - 1]);
+      EXPECT_EQ(2 * 3 * bytes / 4, after.bytesSent - before.bytesSent) << "rank " << rank << ": the ring's law";
+      ringoCommDestroy(comm);
+    }, WithEnv({}));
+  }
+}
