@@ -97,47 +97,80 @@ static size_t agreed_capacity(const ringoComm_t comm) {
   return round_up(cap, BOARD_LINE);
 }
 
+/* Rank 0 makes the segment; "" when it could not (its reason logged). */
+static void create_board(const ringoComm_t comm, size_t bytes, size_t cap, char name[64], void** base) {
+  if (ringo_shm_segment_create(bytes, name, base) != ringoSuccess) {
+    RINGO_WARN("rank 0: no one-shot board, small collectives run on the ring: %s", ringo_thread_last_error());
+    ringo_thread_clear_error();
+    name[0] = '\0';
+    return;
+  }
+  struct board_header* h = *base;
+  h->magic = BOARD_MAGIC;
+  h->nranks = (uint32_t)comm->nranks;
+  h->capacity = cap;
+}
+
+/* Another rank maps rank 0's segment and checks it is this communicator's; 0 when it cannot. */
+static int attach_board(const ringoComm_t comm, const char* name, size_t bytes, size_t cap, void** base) {
+  if (ringo_shm_segment_attach(name, bytes, base) == ringoSuccess) {
+    const struct board_header* h = *base;
+    if (h->magic == BOARD_MAGIC && h->nranks == (uint32_t)comm->nranks && h->capacity == cap) return 1;
+    ringo_fail(ringoRemoteError, "the segment does not match this communicator");
+    munmap(*base, bytes);
+    *base = NULL;
+  }
+  RINGO_WARN("rank %d: no one-shot board, small collectives run on the ring: %s", comm->rank, ringo_thread_last_error());
+  ringo_thread_clear_error();
+  return 0;
+}
+
+/* The board only saves time: when one rank cannot have it (/dev/shm full, say), no rank uses it.
+ * Two allgathers: rank 0's segment name, then whether every rank mapped it (after which the name
+ * can go: mapped by every rank, or by none). */
 ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   const size_t cap = comm->nranks > 1 ? agreed_capacity(comm) : 0;
   if (cap == 0) return ringoSuccess;
-  struct ringo_board* bd = calloc(1, sizeof *bd);
-  char mine[64] = {0};
-  char* names = calloc((size_t)comm->nranks, sizeof mine);
-  ringoResult_t res = bd && names ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for the one-shot board");
-  void* base = NULL;
   const size_t bytes = board_bytes(comm->nranks, cap);
-  if (res == ringoSuccess && comm->rank == 0) {
-    res = ringo_shm_segment_create(bytes, mine, &base);
-    if (res == ringoSuccess) {
-      struct board_header* h = base;
-      h->magic = BOARD_MAGIC;
-      h->nranks = (uint32_t)comm->nranks;
-      h->capacity = cap;
-    }
+  const size_t n = (size_t)comm->nranks;
+  char mine[64] = {0};
+  char* names = calloc(n, sizeof mine);
+  unsigned char* oks = calloc(n, 1);
+  struct ringo_board* bd = calloc(1, sizeof *bd);
+  void* base = NULL;
+  if (!names || !oks || !bd) { /* the others' rendezvous ends in its timeout */
+    free(names);
+    free(oks);
+    free(bd);
+    return ringo_fail(ringoSystemError, "out of memory for the one-shot board");
   }
-  /* Every rank takes part in the allgather and the barrier, even after a failure of its own. */
-  ringoResult_t all = rv->allgather(rv->ctx, mine, sizeof mine, names);
-  if (res == ringoSuccess) res = all;
-  if (res == ringoSuccess && comm->rank != 0) {
+  if (comm->rank == 0) create_board(comm, bytes, cap, mine, &base);
+  ringoResult_t res = rv->allgather(rv->ctx, mine, sizeof mine, names);
+  unsigned char ok = res == ringoSuccess && names[0] != '\0';
+  if (ok && comm->rank != 0) {
     names[sizeof mine - 1] = '\0';
-    res = names[0] ? ringo_shm_segment_attach(names, bytes, &base)
-                   : ringo_fail(ringoRemoteError, "rank 0 could not make the one-shot board");
-    const struct board_header* h = base;
-    if (res == ringoSuccess && (h->magic != BOARD_MAGIC || h->nranks != (uint32_t)comm->nranks || h->capacity != cap))
-      res = ringo_fail(ringoRemoteError, "rank %d: the one-shot board rank 0 made does not match this communicator",
-                       comm->rank);
+    ok = (unsigned char)attach_board(comm, names, bytes, cap, &base);
   }
-  all = rv->barrier(rv->ctx);
+  /* Every rank takes part in the second allgather, even after a failure of its own. */
+  const ringoResult_t all = rv->allgather(rv->ctx, &ok, 1, oks);
   if (res == ringoSuccess) res = all;
-  if (mine[0]) shm_unlink(mine); /* mapped by every rank now, or never will be */
-  free(names);
-  if (bd) {
+  if (mine[0]) shm_unlink(mine);
+  for (size_t r = 0; res == ringoSuccess && r < n; r++) ok = ok && oks[r];
+  if (res == ringoSuccess && !ok && base && comm->rank == 0)
+    RINGO_WARN("rank 0: a rank could not map the one-shot board; small collectives run on the ring");
+  if (res == ringoSuccess && ok) {
     bd->bytes = bytes;
     bd->capacity = cap;
     bd->nranks = comm->nranks;
-    if (base) lay_out(bd, base);
-    comm->board = bd; /* freed with the communicator, also after a failure */
+    lay_out(bd, base);
+    comm->board = bd;
+    bd = NULL;
+  } else if (base) {
+    munmap(base, bytes);
   }
+  free(bd);
+  free(names);
+  free(oks);
   return res;
 }
 

@@ -3,7 +3,10 @@
 // and dead peers named, never a hang; the ranks agreeing on when. Run: make test (build/test/test_oneshot).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <chrono>
 #include <cstdint>
@@ -331,4 +334,30 @@ TEST(OneShot, RanksAgreeOnTheSmallestThreshold) {
       ringoCommDestroy(comm);
     }, WithEnv({}));
   }
+}
+
+// The board only saves time: when rank 0 cannot make it (here a file-size limit stands in for a
+// full /dev/shm), every rank goes on without it, small collectives on the ring (its law), and says
+// why in a warning; ringoCommInitRank still succeeds.
+TEST(OneShot, NoBoardWhenSharedMemoryRunsOut) {
+  Options o = WithEnv({{"RINGO_ONESHOT_BYTES", "1M"}, {"RINGO_SLICE_BYTES", "4K"}});
+  RunProcesses(3, [](int rank, const ringoUniqueId& id, Shared&) {
+    if (rank == 0) {
+      signal(SIGXFSZ, SIG_IGN);  // the limit then fails the reservation with EFBIG
+      const struct rlimit lim = {1 << 20, 1 << 20};  // the links' segments fit; a 6 MiB board does not
+      ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &lim));
+    }
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 3, id, rank)) << ringoGetLastError(nullptr);
+    const size_t count = 300, bytes = count * sizeof(int32_t);
+    std::vector<int32_t> buf(count, rank + 1);
+    ringoCommStats before{}, after{};
+    ASSERT_EQ(ringoSuccess, ringoCommGetStats(comm, &before));
+    ASSERT_EQ(ringoSuccess, ringoAllReduce(buf.data(), buf.data(), count, ringoInt32, ringoSum, comm, nullptr))
+        << ringoGetLastError(comm);
+    ASSERT_EQ(ringoSuccess, ringoCommGetStats(comm, &after));
+    EXPECT_EQ(6, buf[count - 1]);
+    EXPECT_EQ(2 * 2 * bytes / 3, after.bytesSent - before.bytesSent) << "the ring's law (one-shot: 2·D)";
+    ringoCommDestroy(comm);
+  }, o);
 }

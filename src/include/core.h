@@ -77,7 +77,7 @@ struct ringo_env {
                               (the ring always), or naive (gather to rank 0 + send back: a baseline) */
   size_t oneshot_bytes;    /* RINGO_ONESHOT_BYTES: the largest input (per rank) a collective of ranks all on one
                               host runs one-shot with under RINGO_ALGO=auto (0: never; unset:
-                              RINGO_ONESHOT_PER_PEER, 4 KiB per other rank) */
+                              RINGO_ONESHOT_PER_PEER, 4 KiB per other rank, at most 64 KiB) */
   int cuda_enable;         /* RINGO_CUDA: 0 keeps communicators off the GPU (no device memory, no context) */
   int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs (0: as many
                               as the GPU holds resident for all its ranks, at most 64) */
