@@ -358,10 +358,17 @@ static int timeline_main(const char* file, long seq_lo, long seq_hi, const char*
   const long total = tl_read(file, &all);
   if (total < 0) return 1;
   struct tl_view v = {.ev = all, .n = 0, .left = 80, .width = 1100, .top = 50, .track_h = 36, .gap = 16};
-  for (long i = 0; i < total; i++)
-    if (all[i].ph == 'X' && all[i].seq >= seq_lo && (seq_hi < 0 || all[i].seq <= seq_hi) && all[i].pid >= 0 &&
-        all[i].pid < 4096)
-      all[v.n++] = all[i];
+  long oneshot = 0; /* one-shot collectives: one event each, no ring step to draw */
+  for (long i = 0; i < total; i++) {
+    if (all[i].ph != 'X' || all[i].seq < seq_lo || (seq_hi >= 0 && all[i].seq > seq_hi) || all[i].pid < 0 ||
+        all[i].pid >= 4096)
+      continue;
+    if (strcmp(all[i].prim, "one-shot") == 0) oneshot++;
+    else all[v.n++] = all[i];
+  }
+  if (oneshot && !quiet)
+    printf("%s: %ld one-shot collective events (small collectives of one host, no ring steps) not drawn; "
+           "RINGO_ALGO=ring runs them on the ring\n", file, oneshot);
   if (v.n == 0) {
     fprintf(stderr, "ringo-trace: no step events in %s%s\n", file, seq_hi >= 0 || seq_lo ? " for those --seq" : "");
     free(all);

@@ -5,6 +5,7 @@
 
 #include "board.h"
 #include "reduce.h"
+#include "trace.h"
 
 /* Below a few KiB the ring's 2(N-1) hand-offs, each a wake-up of the next rank, cost more than the
  * bytes: a one-shot all-reduce reads (N-1)·D instead of moving 2(N-1)/N·D, but waits once. */
@@ -48,8 +49,8 @@ static ringoResult_t reduce_chunk(const struct ringo_op* op, const void* const* 
 }
 
 /* This rank's part of op once every input is posted; counts the bytes it read from its peers and
- * they read from it, as the links count theirs. */
-static ringoResult_t combine(const struct ringo_op* op, const void* const* in) {
+ * they read from it, as the links count theirs (*read: the former). */
+static ringoResult_t combine(const struct ringo_op* op, const void* const* in, size_t* read) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks, me = comm->rank;
   const size_t bytes = op->count * ringo_type_size(op->type), others = (size_t)(n - 1);
@@ -80,6 +81,7 @@ static ringoResult_t combine(const struct ringo_op* op, const void* const* in) {
   }
   atomic_fetch_add_explicit(&comm->bytes_sent, sent, memory_order_relaxed);
   atomic_fetch_add_explicit(&comm->bytes_received, received, memory_order_relaxed);
+  *read = received;
   return ringoSuccess;
 }
 
@@ -96,6 +98,7 @@ static ringoResult_t await_phases(const struct ringo_op* op) {
 ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
+  const double t0 = comm->trace ? ringo_now() : 0;
   void* slot = NULL;
   RINGO_CHECK(await_phases(op));
   RINGO_CHECK(ringo_board_claim(comm, b, op, &slot));
@@ -114,8 +117,14 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
     RINGO_CHECK(ringo_board_await(comm, b, r, op, &theirs, &in[r]));
     if (memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_coll_mismatch(op, &theirs, r);
   }
-  RINGO_CHECK(combine(op, in));
+  size_t read = 0;
+  RINGO_CHECK(combine(op, in, &read));
   ringo_board_done(comm, b);
+  if (comm->trace) {
+    const struct ringo_trace_event ev = {.coll = op->coll, .seq = op->seq, .step = -1, .chunk = -1, .recv_peer = -1,
+                                         .send_peer = -1, .bytes = read, .t0 = t0, .t1 = ringo_now(), .oneshot = 1};
+    ringo_trace_record(comm->trace, &ev);
+  }
   for (int p = 0; op->phases && p + 1 < op->phases->n; p++) op->phases->done(op->phases->ctx, p);
   return ringoSuccess;
 }

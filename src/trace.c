@@ -1,4 +1,4 @@
-/* trace.c — RINGO_TRACE: keeps one event per ring-step slice in memory and, when the communicator
+/* trace.c — RINGO_TRACE: keeps one event per ring-step slice (one per one-shot collective) in memory and, when the communicator
  * goes, appends them to a Chrome-trace JSON file shared by every rank (flock; one track per rank).
  * Tested by test/test_trace.cc; viewed in chrome://tracing, Perfetto or `ringo-trace --timeline`. */
 #include "trace.h"
@@ -73,12 +73,13 @@ static void write_events(const struct ringo_trace* t, FILE* f, int empty) {
   for (size_t i = 0; i < t->n; i++) {
     const struct ringo_trace_event* e = &t->ev[i];
     char label[64];
-    step_label(t, e, label, sizeof label);
+    if (e->oneshot) snprintf(label, sizeof label, "one-shot");
+    else step_label(t, e, label, sizeof label);
     fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
                "\"args\":{\"seq\":%llu,\"prim\":\"%s\",\"chunk\":%d,\"slice\":%zu,\"bytes\":%zu,"
                "\"from\":%d,\"to\":%d}}",
             label, coll_name(e->coll), t->rank, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
-            prim_name(e->prim), e->chunk, e->round, e->bytes, e->recv_peer, e->send_peer);
+            e->oneshot ? "one-shot" : prim_name(e->prim), e->chunk, e->round, e->bytes, e->recv_peer, e->send_peer);
   }
 }
 

@@ -322,4 +322,31 @@ TEST_P(TraceFile, RealRunRecordsEveryRingStep) {
 
 INSTANTIATE_TEST_SUITE_P(N, TraceFile, ::testing::Values(2, 3, 4));
 
+// A one-shot collective (small, ranks of one host) is one event per rank: named "one-shot", its
+// collective's number, the bytes it read from the N - 1 others; no ring step is recorded.
+TEST(TraceFileOneShot, EachCollectiveIsOneEventPerRank) {
+  const int n = 3;
+  const std::string path = FreshPath(n);
+  ringo_test::Options opts;
+  opts.env = {{"RINGO_TRACE", path}, {"RINGO_ONESHOT_BYTES", "1M"}};
+  ringo_test::RunForked(n, TwoAllReduces, opts);
+  if (HasFailure()) return;
+  const Json root = ReadClosed(path);
+  unlink(path.c_str());
+  std::map<std::pair<int, long>, int> seen;  // (rank, seq) -> events
+  for (const Json& e : root.arr) {
+    if (e["ph"].str == "M") continue;
+    EXPECT_EQ(e["name"].str, "one-shot");
+    EXPECT_EQ(e["cat"].str, "all_reduce");
+    const Json& a = e["args"];
+    EXPECT_EQ(a["prim"].str, "one-shot");
+    EXPECT_EQ(a["bytes"].num, (n - 1) * kChunkBytes * n);
+    EXPECT_GE(e["dur"].num, 0);
+    seen[{static_cast<int>(e["pid"].num), static_cast<long>(a["seq"].num)}]++;
+  }
+  for (int r = 0; r < n; r++)
+    for (long seq = 0; seq < kCollectives; seq++) EXPECT_EQ(1, (seen[{r, seq}])) << "rank " << r << " seq " << seq;
+  EXPECT_EQ(seen.size(), static_cast<size_t>(n * kCollectives));
+}
+
 }  // namespace

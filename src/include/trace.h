@@ -1,4 +1,5 @@
-/* trace.h — RINGO_TRACE=file.json: every slice of every ring step a rank runs, kept in memory and
+/* trace.h — RINGO_TRACE=file.json: every slice of every ring step a rank runs (and every one-shot
+ * collective), kept in memory and
  * appended to one Chrome-trace JSON file (one track per rank) when the communicator is destroyed.
  * Implemented in src/trace.c; tested by test/test_trace.cc; drawn by ringo-trace --timeline. */
 #ifndef RINGO_TRACE_H_
@@ -14,7 +15,8 @@ struct ringo_trace;
 
 /* One event: rank ran step `step` (of the schedule of `coll`) on slice `round` of `chunk`,
  * receiving from recv_peer and/or sending to send_peer (-1: none), bytes of payload, from t0 to t1
- * (ringo_now() seconds). seq numbers the communicator's collectives from 0. */
+ * (ringo_now() seconds). seq numbers the communicator's collectives from 0. A one-shot collective
+ * (oneshot.c) is one event with oneshot set: bytes it read from its peers, no step, chunk or peer. */
 struct ringo_trace_event {
   enum ringo_coll coll;
   enum ringo_prim prim;
@@ -22,6 +24,7 @@ struct ringo_trace_event {
   int step, chunk, recv_peer, send_peer;
   size_t round, bytes;
   double t0, t1;
+  int oneshot;
 };
 
 /* Starts recording for this rank; path is where ringo_trace_close appends the events. */
