@@ -17,7 +17,7 @@
  *   struct board_header   magic; the bell and its sleepers; the poison
  *   struct board_rank[N]  per rank, on its own cache line: ops posted, ops done
  *   fingerprints          [rank][side], 64 bytes each
- *   data                  [side][rank], capacity bytes each (a multiple of 64)
+ *   data                  [side][rank], capacity bytes each, rounded up to 64
  *
  * posted and done count ops (op b posted: posted >= b + 1), so 0 means none. Every rank rings the
  * bell after it moves either counter; a waiter that has yielded long enough sleeps on the bell. */
@@ -45,7 +45,7 @@ struct board_rank {
 
 struct ringo_board {
   void* base;
-  size_t bytes, capacity;
+  size_t bytes, capacity, stride; /* stride: a data slot, the capacity rounded up to a cache line */
   int nranks;
   struct board_header* hdr;
   struct board_rank* ranks;
@@ -60,7 +60,7 @@ static size_t fingerprints_off(int n) {
 }
 static size_t data_off(int n) { return fingerprints_off(n) + (size_t)n * 2 * RINGO_FINGERPRINT_BYTES; }
 static size_t board_bytes(int n, size_t capacity) {
-  return round_up(data_off(n) + 2 * (size_t)n * capacity, 4096);
+  return round_up(data_off(n) + 2 * (size_t)n * round_up(capacity, BOARD_LINE), 4096);
 }
 
 static void lay_out(struct ringo_board* bd, void* base) {
@@ -75,7 +75,7 @@ static unsigned char* fingerprint_slot(const struct ringo_board* bd, int r, uint
   return bd->fingerprints + ((size_t)r * 2 + (size_t)(b % 2)) * RINGO_FINGERPRINT_BYTES;
 }
 static unsigned char* data_slot(const struct ringo_board* bd, int r, uint64_t b) {
-  return bd->data + ((size_t)(b % 2) * (size_t)bd->nranks + (size_t)r) * bd->capacity;
+  return bd->data + ((size_t)(b % 2) * (size_t)bd->nranks + (size_t)r) * bd->stride;
 }
 
 size_t ringo_board_capacity(const struct ringo_board* board) { return board->capacity; }
@@ -94,7 +94,7 @@ static size_t agreed_capacity(const ringoComm_t comm) {
       RINGO_WARN("ranks differ in RINGO_ONESHOT_BYTES (or RINGO_ALGO, RINGO_TRANSPORT): rank %d "
                  "allows %llu bytes, rank 0 %llu; every rank uses the smallest, %zu", r,
                  (unsigned long long)comm->info[r].oneshot_bytes, (unsigned long long)comm->info[0].oneshot_bytes, cap);
-  return round_up(cap, BOARD_LINE);
+  return cap;
 }
 
 /* Rank 0 makes the segment; "" when it could not (its reason logged). */
@@ -161,6 +161,7 @@ ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous*
   if (res == ringoSuccess && ok) {
     bd->bytes = bytes;
     bd->capacity = cap;
+    bd->stride = round_up(cap, BOARD_LINE);
     bd->nranks = comm->nranks;
     lay_out(bd, base);
     comm->board = bd;
@@ -202,10 +203,11 @@ struct board_wait {
   uint64_t target;
   const char* awaited; /* what rank r is to do, before what */
   const struct ringo_op* op; /* named in an error */
+  double* since; /* when this call's first slow wait began (0: none yet): RINGO_TIMEOUT bounds the call */
 };
 
-static int reached(const struct board_wait* w) {
-  return atomic_load_explicit(w->word, memory_order_acquire) >= w->target;
+static int reached(const struct board_wait* w, memory_order order) {
+  return atomic_load_explicit(w->word, order) >= w->target;
 }
 
 /* The error another rank poisoned the board with. */
@@ -230,7 +232,7 @@ static ringoResult_t check_wait(const ringoComm_t comm, const struct board_wait*
     *next_alive = now + BOARD_LIVENESS_S;
     pid = comm->info[w->r].pid;
     /* It may have moved its counter just before it left: that still counts. */
-    if (pid == getpid() || !ringo_shm_pid_gone(pid) || reached(w)) pid = 0;
+    if (pid == getpid() || !ringo_shm_pid_gone(pid) || reached(w, memory_order_acquire)) pid = 0;
   }
   if (!aborted && !late && !pid) return ringoSuccess;
   char what[160];
@@ -253,18 +255,22 @@ static ringoResult_t check_wait(const ringoComm_t comm, const struct board_wait*
  * against 4.0-4.8 us). The loads stay in this core's cache until the counter moves. */
 static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w) {
   for (int i = 0; i < BOARD_POLLS + comm->env.spin; i++)
-    if (reached(w)) return ringoSuccess;
+    if (reached(w, memory_order_acquire)) return ringoSuccess;
   struct board_header* h = comm->board->hdr;
-  const double start = ringo_now(), yield_s = comm->env.yield_us * 1e-6;
-  double next_alive = start + BOARD_LIVENESS_S;
+  const double begun = ringo_now(), yield_s = comm->env.yield_us * 1e-6;
+  if (*w->since == 0) *w->since = begun;
+  const double start = *w->since; /* the deadline is the call's, however many ranks it waits for */
+  double next_alive = begun + BOARD_LIVENESS_S;
   for (int round = 0;; round++) {
-    if (reached(w)) return ringoSuccess;
+    if (reached(w, memory_order_acquire)) return ringoSuccess;
     const double now = ringo_now();
     RINGO_CHECK(check_wait(comm, w, now, start, &next_alive));
-    if ((round < 4 || now - start < yield_s) && ringo_yield()) continue;
+    if ((round < 4 || now - begun < yield_s) && ringo_yield()) continue;
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
     const uint32_t v = atomic_load_explicit(&h->bell, memory_order_seq_cst);
-    if (!reached(w)) {
+    /* Sequentially consistent, as the ringer's store and its look at the sleepers are: an acquire
+     * load here could still miss a store the ringer made before it saw no sleeper. */
+    if (!reached(w, memory_order_seq_cst) && atomic_load_explicit(&h->poisoned, memory_order_seq_cst) != 1) {
       const double left = start + comm->env.timeout_s - now;
       const long ns = left < BOARD_SLEEP_NS * 1e-9 ? (long)(left * 1e9) + 1 : BOARD_SLEEP_NS;
       const struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
@@ -276,14 +282,14 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
 
 /* ---- ops ---- */
 
-ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot) {
+ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot, double* since) {
   struct ringo_board* bd = comm->board;
   /* A rank that failed stops everyone: also a rank whose peers are all there already. */
   if (atomic_load_explicit(&bd->hdr->poisoned, memory_order_acquire) == 1) return poison_error(bd->hdr);
   if (b >= 2) { /* op b - 2 used this side last: every rank must have finished it */
     for (int r = 0; r < comm->nranks; r++) {
       if (r == comm->rank) continue;
-      const struct board_wait w = {r, &bd->ranks[r].done, b - 1, "finish the collective two calls before", op};
+      const struct board_wait w = {r, &bd->ranks[r].done, b - 1, "finish the collective two calls before", op, since};
       RINGO_CHECK(wait_for(comm, &w));
     }
   }
@@ -299,9 +305,9 @@ void ringo_board_post(ringoComm_t comm, uint64_t b, const struct ringo_fingerpri
 }
 
 ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
-                                struct ringo_fingerprint* fp, const void** slot) {
+                                struct ringo_fingerprint* fp, const void** slot, double* since) {
   struct ringo_board* bd = comm->board;
-  const struct board_wait w = {r, &bd->ranks[r].posted, b + 1, "join", op};
+  const struct board_wait w = {r, &bd->ranks[r].posted, b + 1, "join", op, since};
   RINGO_CHECK(wait_for(comm, &w));
   /* Rank r cannot reuse this side before this rank has finished op b (ringo_board_claim). */
   memcpy(fp, fingerprint_slot(bd, r, b), sizeof *fp);
@@ -322,6 +328,6 @@ void ringo_board_poison(ringoComm_t comm, ringoResult_t code, const char* msg) {
   if (!atomic_compare_exchange_strong(&bd->hdr->poisoned, &expected, 2)) return; /* the first error stays */
   atomic_store_explicit(&bd->hdr->poison_code, (int32_t)code, memory_order_relaxed);
   snprintf(bd->hdr->poison_msg, sizeof bd->hdr->poison_msg, "%s", msg);
-  atomic_store_explicit(&bd->hdr->poisoned, 1, memory_order_release);
+  atomic_store_explicit(&bd->hdr->poisoned, 1, memory_order_seq_cst); /* as a counter's store: see bell_ring */
   bell_ring(bd->hdr);
 }

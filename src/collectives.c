@@ -301,7 +301,8 @@ static ringoResult_t run_host(const struct ringo_op* op) {
   if (!comm->board) return run_engine(op);
   const uint64_t b = comm->board_ops++;
   if (ringo_oneshot_fits(op)) return ringo_oneshot_run(op, b);
-  RINGO_CHECK(ringo_board_claim(comm, b, op, NULL));
+  double since = 0;
+  RINGO_CHECK(ringo_board_claim(comm, b, op, NULL, &since));
   const struct ringo_fingerprint fp = ringo_fingerprint_of(op);
   ringo_board_post(comm, b, &fp);
   RINGO_CHECK(run_engine(op));

@@ -28,7 +28,10 @@ static size_t env_bytes(const char* name, size_t dflt, size_t lo, size_t hi) {
   else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
   else if (end && (*end == 'G' || *end == 'g')) v <<= 30;
   if (end == s || v < lo || v > hi) {
-    RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using %zu", name, s, lo, hi, dflt);
+    if (dflt == RINGO_ONESHOT_PER_PEER)
+      RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using the default", name, s, lo, hi);
+    else
+      RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using %zu", name, s, lo, hi, dflt);
     return dflt;
   }
   return (size_t)v;
@@ -75,12 +78,15 @@ void ringo_env_read(struct ringo_env* env) {
   /* Unset: 4 KiB per peer (comm.c), where the one-shot and the ring cross for 2, 4 and 8 ranks on
    * a 2-core VM (README, "Small collectives"). */
   const char* oneshot = getenv("RINGO_ONESHOT_BYTES");
-  env->oneshot_bytes = oneshot && *oneshot ? env_bytes("RINGO_ONESHOT_BYTES", 4 << 10, 0, 1 << 20) : RINGO_ONESHOT_PER_PEER;
+  env->oneshot_bytes = oneshot && *oneshot ? env_bytes("RINGO_ONESHOT_BYTES", RINGO_ONESHOT_PER_PEER, 0, 1 << 20)
+                                           : RINGO_ONESHOT_PER_PEER;
+  char oneshot_text[32] = "4K per other rank";
+  if (env->oneshot_bytes != RINGO_ONESHOT_PER_PEER) snprintf(oneshot_text, sizeof oneshot_text, "%zu", env->oneshot_bytes);
   RINGO_INFO(RINGO_LOG_ENV,
              "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%zu RINGO_NSLOTS=%d RINGO_SPIN=%d RINGO_YIELD_US=%g RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
              "RINGO_CUDA_SLICE_BYTES=%zu RINGO_CUDA_MIN_SLICE_BYTES=%zu RINGO_CUDA_WINDOW=%d RINGO_CUDA_FENCE=%d RINGO_CUDA_GPU_SCOPE=%d RINGO_STAGED_PHASES=%d RINGO_STAGED_PIECE_BYTES=%zu "
-             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s RINGO_ONESHOT_BYTES=%zd",
+             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s RINGO_ONESHOT_BYTES=%s",
              env->timeout_s, env->slice_bytes, env->nslots, env->spin, env->yield_us, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
              env->cuda_min_slice_bytes, env->cuda_window, env->cuda_fence, env->cuda_gpu_scope, env->staged_phases, env->staged_piece_bytes, env->hostname,
-             env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo, (ssize_t)env->oneshot_bytes);
+             env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo, oneshot_text);
 }

@@ -2,6 +2,7 @@
  * reads its peers' and combines them in the ring's own order, so the bits equal the ring's.
  * Tested by test/test_oneshot.cc (every collective, dtype and op against the ring, bit for bit). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "board.h"
 #include "reduce.h"
@@ -95,30 +96,41 @@ static ringoResult_t await_phases(const struct ringo_op* op) {
   return ringoSuccess;
 }
 
+/* Waits for every peer's post of op b and checks its fingerprint; in[r] = rank r's input. */
+static ringoResult_t gather_posts(const struct ringo_op* op, uint64_t b, const void* slot,
+                                  const struct ringo_fingerprint* mine, const void** in, double* since) {
+  const ringoComm_t comm = op->comm;
+  const int n = comm->nranks;
+  in[comm->rank] = slot;
+  for (int i = 1; i < n; i++) { /* the next rank first: on a ring of waiters, the likeliest to be there */
+    const int r = (comm->rank + i) % n;
+    struct ringo_fingerprint theirs;
+    RINGO_CHECK(ringo_board_await(comm, b, r, op, &theirs, &in[r], since));
+    if (memcmp(&theirs, mine, sizeof *mine) != 0) return ringo_coll_mismatch(op, &theirs, r);
+  }
+  return ringoSuccess;
+}
+
 ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
   const double t0 = comm->trace ? ringo_now() : 0;
   void* slot = NULL;
+  double since = 0;
   RINGO_CHECK(await_phases(op));
-  RINGO_CHECK(ringo_board_claim(comm, b, op, &slot));
+  RINGO_CHECK(ringo_board_claim(comm, b, op, &slot, &since));
   const size_t bytes = posted_bytes(op, comm->rank);
   if (bytes > 0) ringo_copy2(slot, NULL, op->sendbuff, bytes);
   const struct ringo_fingerprint mine = ringo_fingerprint_of(op);
   ringo_board_post(comm, b, &mine);
-  const void* in[n];
-  for (int i = 1; i <= n; i++) { /* the next rank first: on a ring of waiters, the likeliest to be there */
-    const int r = (comm->rank + i) % n;
-    struct ringo_fingerprint theirs;
-    if (r == comm->rank) {
-      in[r] = slot;
-      continue;
-    }
-    RINGO_CHECK(ringo_board_await(comm, b, r, op, &theirs, &in[r]));
-    if (memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_coll_mismatch(op, &theirs, r);
-  }
+  const void* on_stack[64]; /* the inputs' addresses; more ranks than that on one host: the heap */
+  const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
+  if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a one-shot collective", comm->rank);
   size_t read = 0;
-  RINGO_CHECK(combine(op, in, &read));
+  ringoResult_t res = gather_posts(op, b, slot, &mine, in, &since);
+  if (res == ringoSuccess) res = combine(op, in, &read);
+  if (in != on_stack) free(in);
+  RINGO_CHECK(res);
   ringo_board_done(comm, b);
   if (comm->trace) {
     const struct ringo_trace_event ev = {.coll = op->coll, .seq = op->seq, .step = -1, .chunk = -1, .recv_peer = -1,

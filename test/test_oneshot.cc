@@ -183,6 +183,26 @@ TEST(OneShot, CountersSayWhoReadWhat) {
   });
 }
 
+// RINGO_ONESHOT_BYTES is the largest input that runs one-shot, to the byte: 100 bytes do, 104 not.
+TEST(OneShot, ThresholdIsExact) {
+  RunForked(3, [](Team& t) {
+    for (size_t count : {size_t(25), size_t(26)}) {
+      std::vector<int32_t> buf(count, t.ranks[0]);
+      ringoCommStats before{}, after{};
+      ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &before));
+      ASSERT_EQ(ringoSuccess, ringoAllReduce(buf.data(), buf.data(), count, ringoInt32, ringoSum, t.comms[0], nullptr));
+      ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &after));
+      EXPECT_EQ(3, buf[count - 1]);
+      const uint64_t whole = 2 * count * sizeof(int32_t);  // one-shot: both peers' inputs
+      if (count == 25) {
+        EXPECT_EQ(whole, after.bytesReceived - before.bytesReceived) << "100 B: one-shot";
+      } else {
+        EXPECT_LT(after.bytesReceived - before.bytesReceived, whole) << "104 B: the ring";
+      }
+    }
+  }, WithEnv({{"RINGO_ONESHOT_BYTES", "100"}}));
+}
+
 // Hundreds of calls in a row, one-shot and ring mixed (sizes around the 4 KiB threshold), in place:
 // a side of the board is reused every second call, so a rank that ran ahead must wait for the
 // slowest to finish reading it. Integer results are exact; forked, threads and one thread.

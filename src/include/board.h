@@ -26,14 +26,15 @@ void ringo_board_free(ringoComm_t comm);
 size_t ringo_board_capacity(const struct ringo_board* board);
 
 /* Op b on this rank: waits until side b % 2 is free on every rank, and gives this rank's data slot
- * of that side (capacity bytes; slot may be NULL). op is named in an error. */
-ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot);
+ * of that side (capacity bytes; slot may be NULL). op is named in an error. *since (0 before the
+ * call's first wait) is when the call began to wait: RINGO_TIMEOUT bounds all its waits together. */
+ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot, double* since);
 /* Publishes this rank's fingerprint for op b (and the data slot written before). */
 void ringo_board_post(ringoComm_t comm, uint64_t b, const struct ringo_fingerprint* fp);
 /* Waits until rank r has posted op b (op is this rank's, named in an error); gives rank r's
  * fingerprint and data slot. */
 ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
-                                struct ringo_fingerprint* fp, const void** slot);
+                                struct ringo_fingerprint* fp, const void** slot, double* since);
 /* This rank has finished op b: it reads no slot of it any more. */
 void ringo_board_done(ringoComm_t comm, uint64_t b);
 /* Stops every rank waiting on the board with this error (ringo_comm_fail). Never blocks. */
