@@ -52,8 +52,9 @@ static void print_run_lines(const struct bench* b, const int64_t* pids, const un
   const char* algo = getenv("RINGO_ALGO") && *getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "auto";
   if (strcmp(algo, "auto") == 0)
     printf("# Algorithm: auto: with every rank on one host, a collective of at most RINGO_ONESHOT_BYTES per rank "
-           "(unset: 4 KiB per other rank, at most 64 KiB) runs one-shot (all-reduce law N/2: each rank reads the N-1 others' "
-           "inputs), the rest on the ring; --algo ring for the ring at every size\n");
+           "(unset: 4 KiB per other rank, at most 64 KiB) runs one-shot, the rest on the ring; --algo ring for the ring "
+           "at every size\n# (one-shot rows: each rank reads the N-1 others' inputs, law N/2 for all_reduce, N-1 for "
+           "broadcast; %%bound counts the ring's traffic)\n");
   else
     printf("# Algorithm: RINGO_ALGO=%s\n", algo);
   if (o->bw_add > 0)

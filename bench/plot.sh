@@ -49,10 +49,10 @@ for np in $NPS; do
   json=$OUT/busbw_np$np.json
   if [ -n "$MPIRUN" ]; then
     say "busbw, $np ranks under mpirun, ringo vs Open MPI -> $json"
-    $MPIRUN -np "$np" "$BIN" -b 1K -e "$MAXBYTES" -f 4 --compare mpi --bound -J "$json" >"$OUT/busbw_np$np.txt"
+    $MPIRUN -np "$np" "$BIN" -b 1K -e "$MAXBYTES" -f 4 --compare mpi --bound --algo ring -J "$json" >"$OUT/busbw_np$np.txt"
   else
     say "busbw, $np forked ranks (no mpirun: no Open MPI curve) -> $json"
-    "$BIN" -N "$np" -b 1K -e "$MAXBYTES" -f 4 --bound -J "$json" >"$OUT/busbw_np$np.txt"
+    "$BIN" -N "$np" -b 1K -e "$MAXBYTES" -f 4 --bound --algo ring -J "$json" >"$OUT/busbw_np$np.txt"
   fi
   # size, ringo busbw, Open MPI busbw, the bound's busbw (busbw / fraction of the bound reached).
   naive=$OUT/busbw_naive_np$np.json
@@ -69,7 +69,7 @@ done
 for n in $(seq 2 "$NMAX"); do
   json=$OUT/bytes_N$n.json
   say "bytes sent per rank, $n forked ranks, $BYTES_SIZE -> $json"
-  "$BIN" -N "$n" -b "$BYTES_SIZE" -e "$BYTES_SIZE" -n 3 -w 1 -J "$json" >/dev/null
+  "$BIN" -N "$n" -b "$BYTES_SIZE" -e "$BYTES_SIZE" -n 3 -w 1 --algo ring -J "$json" >/dev/null
   "$BIN" -N "$n" -b "$BYTES_SIZE" -e "$BYTES_SIZE" -n 3 -w 1 --algo naive -J "$OUT/bytes_naive_N$n.json" >/dev/null
   # N, D, ring's bytes sent per rank, naive's bytes sent by its busiest rank (rank 0), both measured.
   printf '%s\t%s\n' "$(jq -r '.rows[0] | [.nranks, .size, .sent_per_rank] | @tsv' "$json")" \

@@ -324,8 +324,9 @@ INSTANTIATE_TEST_SUITE_P(N, TraceFile, ::testing::Values(2, 3, 4));
 
 // A one-shot collective (small, ranks of one host) is one event per rank: named "one-shot", its
 // collective's number, the bytes it read from the N - 1 others; no ring step is recorded.
-TEST(TraceFileOneShot, EachCollectiveIsOneEventPerRank) {
-  const int n = 3;
+class TraceFileOneShot : public ::testing::TestWithParam<int> {};
+TEST_P(TraceFileOneShot, EachCollectiveIsOneEventPerRank) {
+  const int n = GetParam();
   const std::string path = FreshPath(n);
   ringo_test::Options opts;
   opts.env = {{"RINGO_TRACE", path}, {"RINGO_ONESHOT_BYTES", "1M"}};
@@ -348,5 +349,6 @@ TEST(TraceFileOneShot, EachCollectiveIsOneEventPerRank) {
     for (long seq = 0; seq < kCollectives; seq++) EXPECT_EQ(1, (seen[{r, seq}])) << "rank " << r << " seq " << seq;
   EXPECT_EQ(seen.size(), static_cast<size_t>(n * kCollectives));
 }
+INSTANTIATE_TEST_SUITE_P(N, TraceFileOneShot, ::testing::Values(2, 3));  // N = 2: the one-shot path is taken
 
 }  // namespace

@@ -1,6 +1,6 @@
 /* trace.h — RINGO_TRACE=file.json: every slice of every ring step a rank runs (and every one-shot
- * collective), kept in memory and
- * appended to one Chrome-trace JSON file (one track per rank) when the communicator is destroyed.
+ * collective), kept in memory and appended to one Chrome-trace JSON file (one track per rank) when
+ * the communicator is destroyed.
  * Implemented in src/trace.c; tested by test/test_trace.cc; drawn by ringo-trace --timeline. */
 #ifndef RINGO_TRACE_H_
 #define RINGO_TRACE_H_
