@@ -246,6 +246,34 @@ TEST(OneShot, RankRunningAheadWaitsBeforeReusingItsSlot) {
   }, WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}}));
 }
 
+// Several collectives of one communicator queued in one group (one thread drives every rank; the
+// group runs each communicator's calls in order): one-shot and ring calls mixed, all exact.
+TEST(OneShot, SeveralCallsQueuedInOneGroup) {
+  ringo_test::RunGroup(3, [](Team& t) {
+    const int n = t.nranks;
+    const size_t small = 16, big = size_t(1) << 16;  // 64 B one-shot, 256 KiB on the ring
+    std::vector<std::vector<int32_t>> a(t.size()), b(t.size()), c(t.size()), d(t.size());
+    for (size_t k = 0; k < t.size(); k++) {
+      const int r = t.ranks[k];
+      a[k].assign(small, r + 1), b[k].assign(big, r + 1), c[k].assign(small, 10 * r), d[k].assign(small, r);
+    }
+    ASSERT_EQ(ringoSuccess, ringo_test::TeamCall(t, [&](size_t k) {
+      ringoComm_t comm = t.comms[k];
+      ringoResult_t res = ringoAllReduce(a[k].data(), a[k].data(), small, ringoInt32, ringoSum, comm, nullptr);
+      if (res == ringoSuccess) res = ringoAllReduce(b[k].data(), b[k].data(), big, ringoInt32, ringoMax, comm, nullptr);
+      if (res == ringoSuccess) res = ringoBroadcast(c[k].data(), c[k].data(), small, ringoInt32, 1, comm, nullptr);
+      if (res == ringoSuccess) res = ringoAllReduce(d[k].data(), d[k].data(), small, ringoInt32, ringoMin, comm, nullptr);
+      return res;
+    }));
+    for (size_t k = 0; k < t.size(); k++) {
+      EXPECT_EQ(n * (n + 1) / 2, a[k][small - 1]) << "rank " << t.ranks[k];
+      EXPECT_EQ(n, b[k][big - 1]) << "rank " << t.ranks[k];
+      EXPECT_EQ(10, c[k][0]) << "rank " << t.ranks[k];
+      EXPECT_EQ(0, d[k][small - 1]) << "rank " << t.ranks[k];
+    }
+  }, WithEnv({}));
+}
+
 // A mismatch is named on every rank within a moment, never found by RINGO_TIMEOUT (20 s): both
 // ranks one-shot with another count, and one rank's call on the ring while the others run
 // one-shot (its fingerprint on the board tells them; its ring links are poisoned for it).
