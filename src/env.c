@@ -77,9 +77,7 @@ void ringo_env_read(struct ringo_env* env) {
   if (!env->algo[0]) snprintf(env->algo, sizeof env->algo, "auto");
   /* Unset: 4 KiB per peer (comm.c), where the one-shot and the ring cross for 2, 4 and 8 ranks on
    * a 2-core VM (README, "Small collectives"). */
-  const char* oneshot = getenv("RINGO_ONESHOT_BYTES");
-  env->oneshot_bytes = oneshot && *oneshot ? env_bytes("RINGO_ONESHOT_BYTES", RINGO_ONESHOT_PER_PEER, 0, 1 << 20)
-                                           : RINGO_ONESHOT_PER_PEER;
+  env->oneshot_bytes = env_bytes("RINGO_ONESHOT_BYTES", RINGO_ONESHOT_PER_PEER, 0, 1 << 20);
   char oneshot_text[32] = "4K per other rank";
   if (env->oneshot_bytes != RINGO_ONESHOT_PER_PEER) snprintf(oneshot_text, sizeof oneshot_text, "%zu", env->oneshot_bytes);
   RINGO_INFO(RINGO_LOG_ENV,
