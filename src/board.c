@@ -19,8 +19,9 @@
  *   fingerprints          [rank][side], 64 bytes each
  *   data                  [side][rank], capacity bytes each, rounded up to 64
  *
- * posted and done count ops (op b posted: posted >= b + 1), so 0 means none. Every rank rings the
- * bell after it moves either counter; a waiter that has yielded long enough sleeps on the bell. */
+ * posted and done count ops (op b posted: posted >= b + 1), so 0 means none. A waiter that has
+ * polled and yielded long enough sleeps on the bell; a rank that moves either counter rings the
+ * bell when anyone sleeps (bell_ring). */
 
 #define BOARD_MAGIC 0x52474e42u  /* arbitrary: marks a ringo board */
 #define BOARD_LINE 64
