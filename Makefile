@@ -35,6 +35,10 @@ TEST_BIN  := $(TEST_SRC:test/%.cc=$(BUILD)/test/%)
 # MPI suites (test/mpi/) are built with MPI and run under mpirun by .ci/run_tests.sh.
 MPI_TEST_SRC := $(if $(MPICC),$(wildcard test/mpi/test_*.cc))
 MPI_TEST_BIN := $(MPI_TEST_SRC:test/mpi/%.cc=$(BUILD)/test/mpi/%)
+# Gloo (libgloo-dev): ringo-bench --compare gloo, in bench/bench_gloo.cc, is built in when Gloo's headers
+# are found; GLOO=0 leaves it out.
+GLOO ?= 1
+GLOO_FOUND := $(if $(filter 1,$(GLOO)),$(shell $(CXX) -std=c++17 -fsyntax-only -x c++ -include gloo/allreduce.h /dev/null 2>/dev/null && echo 1))
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bin/%)
 
@@ -109,7 +113,7 @@ gpu-check:
 all: detect lib tools nccl
 
 detect:
-	@echo "ringo build: cc=$(CC) nvcc: $(if $(NVCC),yes ($(NVCC)),no) mpi: $(if $(MPICC),yes ($(MPICC)),no)$(if $(SANITIZE), sanitize=$(SANITIZE))"
+	@echo "ringo build: cc=$(CC) nvcc: $(if $(NVCC),yes ($(NVCC)),no) mpi: $(if $(MPICC),yes ($(MPICC)),no) gloo: $(if $(GLOO_FOUND),yes (ringo-bench --compare gloo),no)$(if $(SANITIZE), sanitize=$(SANITIZE))"
 
 lib: $(BUILD)/lib/libringo.so $(BUILD)/lib/libringo.a
 
@@ -131,7 +135,18 @@ $(BUILD)/lib/libringo.a: $(LIB_OBJ)
 tools: $(BENCH_BIN)
 $(BUILD)/bin/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/lib/libringo.a include/ringo.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $(TOOL_CPPFLAGS) $(MPI_CFLAGS) $< -o $@ $(BUILD)/lib/libringo.a $(LDLIBS)
+	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $(TOOL_CPPFLAGS) $(MPI_CFLAGS) $< -o $@ \
+	  $(TOOL_OBJ) $(BUILD)/lib/libringo.a $(TOOL_LIBS) $(LDLIBS)
+
+ifeq ($(GLOO_FOUND),1)
+$(BUILD)/bin/ringo-bench: TOOL_CPPFLAGS := -DRINGO_HAVE_GLOO
+$(BUILD)/bin/ringo-bench: TOOL_OBJ := $(BUILD)/obj/bench/bench_gloo.o
+$(BUILD)/bin/ringo-bench: TOOL_LIBS := -lgloo -lstdc++
+$(BUILD)/bin/ringo-bench: $(BUILD)/obj/bench/bench_gloo.o
+$(BUILD)/obj/bench/bench_gloo.o: bench/bench_gloo.cc bench/bench_gloo.h include/ringo.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -Iinclude -c $< -o $@
+endif
 
 $(BUILD)/bin/ddp_train: include/ringo_ddp.h
 $(BUILD)/test/test_ddp: bench/mlp.h include/ringo_ddp.h

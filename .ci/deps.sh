@@ -10,6 +10,8 @@ command -v make >/dev/null || need+=(make)
 # Open MPI: the MPI transport, its tests under mpirun, and the benchmark's --compare mpi.
 command -v mpirun >/dev/null || need+=(openmpi-bin)
 command -v mpicc >/dev/null || need+=(libopenmpi-dev)
+# Gloo (Debian's libgloo-dev): the benchmark's --compare gloo.
+[ -f /usr/include/gloo/allreduce.h ] || need+=(libgloo-dev)
 # The reliability stages of `make test`: libFuzzer harnesses (clang and its fuzzer/sanitizer runtimes,
 # a separate package from clang on Debian 12) and one valgrind run.
 { command -v clang && command -v clang++; } >/dev/null || need+=(clang)

@@ -39,6 +39,10 @@ static const char* const type_alias[RINGO_NUM_TYPES] = {"char", "uchar", "int", 
     "half", "float", "double", "bf16"};
 static const size_t type_size[RINGO_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 static const char* const op_names[RINGO_NUM_OPS] = {"sum", "prod", "max", "min", "avg"};
+/* --compare: the library timed beside ringo, its key (JSON, column names) and its name. */
+enum { CMP_NONE, CMP_MPI, CMP_GLOO };
+static const char* const cmp_keys[] = {"", "mpi", "gloo"};
+static const char* const cmp_names[] = {"", "Open MPI", "Gloo"};
 static const char* const coll_names[NUM_COLLS] = {"all_reduce", "reduce_scatter", "all_gather",
                                                   "broadcast", "reduce", "sendrecv"};
 
@@ -46,7 +50,7 @@ struct opts {
   size_t minbytes, maxbytes, stepbytes;
   int stepfactor;               /* > 1: multiply; 0: add stepbytes */
   int iters, warmup, check, root, nranks, coll, bound, iters_explicit, nranks_explicit;
-  int compare_mpi;              /* --compare mpi: time MPI's collective beside ringo's */
+  int compare;                  /* --compare: CMP_MPI or CMP_GLOO times that library's collective beside ringo's */
   int force_mpi;                /* --mpi: one rank per process even without mpirun's variables */
   int ntypes, types[RINGO_NUM_TYPES], nops, ops[RINGO_NUM_OPS];
   double timeout_s;
@@ -80,9 +84,9 @@ struct row {
   uint64_t wrong[2];
   uint64_t sent;                /* bytesSent per out-of-place iteration, max over ranks */
   double law, bound;            /* ratios; < 0 when undefined */
-  int mpi;                      /* 1 when MPI's collective ran beside ringo's (--compare mpi) */
-  double mpi_time_us[2], mpi_busbw[2], ratio; /* ratio: ringo busbw / MPI busbw, out-of-place */
-  uint64_t mpi_wrong[2];
+  int cmp;                      /* 1 when the --compare library's collective ran beside ringo's */
+  double cmp_time_us[2], cmp_busbw[2], ratio; /* ratio: ringo busbw / its busbw, out-of-place */
+  uint64_t cmp_wrong[2];
 };
 
 /* One rank's state for the whole run. */
@@ -92,11 +96,12 @@ struct bench {
   ringoComm_t comm;
   int rank, nranks;
   unsigned char *sbuf, *rbuf;
-  double *times, *mpi_times;
+  double *times, *cmp_times;
   FILE* json;                   /* rank 0 with -J: rows are written as they complete */
   size_t nrows;
   double busbw_sum;
-  uint64_t wrong_total, mpi_wrong_total;
+  uint64_t wrong_total, cmp_wrong_total;
+  struct gloo_side* gloo;       /* --compare gloo: this rank's Gloo context (bench_compare.h) */
 };
 
 static double now_s(void) {

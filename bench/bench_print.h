@@ -1,10 +1,11 @@
 /* bench_print.h — ringo-bench's output on rank 0: the run header, the nccl-tests-style table (with
- * the %bound and Open MPI columns when asked for) and the -J JSON file. Header-only, needs bench.h
- * and bench_launch.h (coord_allreduce). Run: ringo-bench -N 4 -J out.json; mpirun ... --compare mpi. */
+ * the %bound and --compare library's columns when asked for) and the -J JSON file. Header-only, needs
+ * bench.h, bench_compare.h and bench_launch.h. Run: ringo-bench -N 4 -J out.json --compare gloo. */
 #ifndef RINGO_BENCH_PRINT_H_
 #define RINGO_BENCH_PRINT_H_
 
 #include "bench.h"
+#include "bench_compare.h"
 #include "bench_launch.h"
 
 /* ---------------------------------------------------------------- run header */
@@ -12,29 +13,6 @@
 static const char* transport_env(void) {
   const char* t = getenv("RINGO_TRANSPORT");
   return t && *t ? t : "";
-}
-
-/* What --compare mpi cannot run (the types and ops MPI lacks), said once before the table. */
-static void print_mpi_notes(const struct opts* o) {
-#ifdef RINGO_HAVE_MPI
-  char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
-  int len = 0;
-  MPI_Get_library_version(version, &len);
-  version[strcspn(version, ",\n")] = '\0';
-  printf("# Compared with: %s (MPI_%s on the same buffers, interleaved per iteration)\n", version,
-         o->coll == COLL_ALL_REDUCE ? "Allreduce" : o->coll == COLL_REDUCE_SCATTER ? "Reduce_scatter_block"
-         : o->coll == COLL_ALL_GATHER ? "Allgather" : o->coll == COLL_BROADCAST ? "Bcast"
-         : o->coll == COLL_SENDRECV ? "Sendrecv, in place MPI_Sendrecv_replace" : "Reduce");
-  for (int i = 0; i < o->ntypes; i++)
-    if (mpi_type(o->types[i]) == MPI_DATATYPE_NULL)
-      printf("# Note: %s has no standard MPI datatype; its rows show '-' in the MPI columns\n",
-             type_names[o->types[i]]);
-  for (int i = 0; i < o->nops && o->coll != COLL_ALL_GATHER && o->coll != COLL_BROADCAST && o->coll != COLL_SENDRECV; i++)
-    if (mpi_op(o->ops[i]) == MPI_OP_NULL)
-      printf("# Note: MPI has no %s op; its rows show '-' in the MPI columns\n", op_names[o->ops[i]]);
-#else
-  (void)o;
-#endif
 }
 
 static void print_run_lines(const struct bench* b, const int64_t* pids, const unsigned char* hosts) {
@@ -60,7 +38,7 @@ static void print_run_lines(const struct bench* b, const int64_t* pids, const un
   if (o->bw_add > 0)
     printf("# Memory bandwidth (all cores, best of runs): copy %.2f GB/s, add (c = a + b) %.2f GB/s\n",
            o->bw_copy, o->bw_add);
-  if (o->compare_mpi) print_mpi_notes(o);
+  if (o->compare) print_cmp_notes(b);
   printf("#\n# Using ranks (host memory)\n");
   for (int r = 0; r < b->nranks; r++)
     printf("#  Rank %2d Pid %7lld on %s\n", r, (long long)pids[r], (const char*)hosts + (size_t)r * HOST_BYTES);
@@ -85,12 +63,12 @@ static void print_run_header(const struct bench* b, char* host0) {
 
 /* ---------------------------------------------------------------- table */
 
-/* 15 columns always, then %bound (--bound), then four Open MPI columns (--compare mpi). */
-enum { NBASE = 15, COL_BOUND = 15, COL_MPI = 16, NCOLS = 20 };
-static const int col_width[NCOLS] = {12, 12, 8, 6, 6, 9, 7, 7, 6, 9, 7, 7, 6, 13, 6, 7, 9, 9, 6, 9};
+/* 15 columns always, then %bound (--bound), then four columns of the --compare library. */
+enum { NBASE = 15, COL_BOUND = 15, COL_CMP = 16, NCOLS = 20 };
+static const int col_width[NCOLS] = {12, 12, 8, 6, 6, 9, 7, 7, 6, 9, 7, 7, 6, 13, 6, 7, 10, 10, 6, 10};
 
 static int col_on(const struct bench* b, int c) {
-  return c < NBASE || (c == COL_BOUND ? b->o->bw_add > 0 : b->o->compare_mpi);
+  return c < NBASE || (c == COL_BOUND ? b->o->bw_add > 0 : b->o->compare);
 }
 
 /* Prints one table line; lead is '#' for headers, ' ' for rows, so the columns line up. */
@@ -102,9 +80,15 @@ static void print_cols(const struct bench* b, char lead, const char* const* cols
 }
 
 static void print_table_header(const struct bench* b) {
-  static const char* const names[NCOLS] = {"size", "count", "type", "redop", "root", "time", "algbw",
+  char cmp[3][16], group[48];
+  const char* key = cmp_keys[b->o->compare];
+  snprintf(cmp[0], sizeof cmp[0], "%s time", key);
+  snprintf(cmp[1], sizeof cmp[1], "%s busbw", key);
+  snprintf(cmp[2], sizeof cmp[2], "ringo/%s", key);
+  snprintf(group, sizeof group, "%s (out-of-place)", cmp_names[b->o->compare]);
+  const char* const names[NCOLS] = {"size", "count", "type", "redop", "root", "time", "algbw",
       "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "sent(B)/rank", "law", "%bound",
-      "mpi time", "mpi busbw", "#wrong", "ringo/mpi"};
+      cmp[0], cmp[1], "#wrong", cmp[2]};
   static const char* const units[NCOLS] = {"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)",
       "", "(us)", "(GB/s)", "(GB/s)", "", "(oop, max)", "(x)", "(oop)", "(us)", "(GB/s)", "(both)", "(busbw)"};
   /* The group labels start where their first column's field starts. */
@@ -113,7 +97,7 @@ static void print_table_header(const struct bench* b) {
   memset(line, ' ', sizeof line);
   for (int c = 0; c < NCOLS; c++) {
     if (!col_on(b, c)) continue;
-    const char* label = c == 5 ? "out-of-place" : c == 9 ? "in-place" : c == COL_MPI ? "Open MPI (out-of-place)" : NULL;
+    const char* label = c == 5 ? "out-of-place" : c == 9 ? "in-place" : c == COL_CMP ? group : NULL;
     at += c ? 2 : 0;
     if (label) memcpy(line + at, label, strlen(label));
     if (label) end = at + (int)strlen(label);
@@ -143,13 +127,13 @@ static void print_row(const struct bench* b, const struct row* w) {
   CELL(13, "%llu", (unsigned long long)w->sent);
   CELL(14, w->law >= 0 ? "%.3f" : "-", w->law);
   CELL(COL_BOUND, w->bound >= 0 ? "%.1f" : "-", 100 * w->bound);
-  for (int c = COL_MPI; c < NCOLS; c++) CELL(c, "-");
-  if (w->mpi) {
-    double t = w->mpi_time_us[0];
-    CELL(COL_MPI, t < 1e4 ? "%.2f" : t < 1e6 ? "%.1f" : "%.0f", t);
-    CELL(COL_MPI + 1, "%.2f", w->mpi_busbw[0]);
-    CELL(COL_MPI + 2, b->o->check ? "%llu" : "N/A", (unsigned long long)(w->mpi_wrong[0] + w->mpi_wrong[1]));
-    CELL(COL_MPI + 3, w->ratio >= 0 ? "%.2f" : "-", w->ratio);
+  for (int c = COL_CMP; c < NCOLS; c++) CELL(c, "-");
+  if (w->cmp) {
+    double t = w->cmp_time_us[0];
+    CELL(COL_CMP, t < 1e4 ? "%.2f" : t < 1e6 ? "%.1f" : "%.0f", t);
+    CELL(COL_CMP + 1, "%.2f", w->cmp_busbw[0]);
+    CELL(COL_CMP + 2, b->o->check ? "%llu" : "N/A", (unsigned long long)(w->cmp_wrong[0] + w->cmp_wrong[1]));
+    CELL(COL_CMP + 3, w->ratio >= 0 ? "%.2f" : "-", w->ratio);
   }
 #undef CELL
   for (int c = 0; c < NCOLS; c++) cols[c] = s[c];
@@ -180,25 +164,27 @@ static void json_wrong(FILE* f, const struct bench* b, int p, const char* key, u
   else fprintf(f, ", \"%s\": null", key);
 }
 
-/* The MPI keys appear only with --compare mpi: measured, or "mpi_skipped" with the reason. */
-static void json_mpi(FILE* f, const struct bench* b, const struct row* w) {
+/* The --compare library's keys, prefixed with its name ("mpi_oop_time_us", "ringo_over_gloo"): measured,
+ * or "<name>_skipped" with the reason. */
+static void json_cmp(FILE* f, const struct bench* b, const struct row* w) {
   static const char* const place[2] = {"oop", "ip"};
-  if (!b->o->compare_mpi) return;
-  if (!w->mpi) {
-#ifdef RINGO_HAVE_MPI
-    fprintf(f, ", \"mpi_skipped\": ");
-    json_string(f, mpi_skip_reason(w));
-#endif
+  const char* key = cmp_keys[b->o->compare];
+  if (!b->o->compare) return;
+  if (!w->cmp) {
+    fprintf(f, ", \"%s_skipped\": ", key);
+    json_string(f, cmp_skip_reason(b, w) ? cmp_skip_reason(b, w) : "not run");
     return;
   }
   for (int p = 0; p < 2; p++) {
-    char key[32];
-    fprintf(f, ", \"mpi_%s_time_us\": %.3f, \"mpi_%s_busbw\": %.4f", place[p], w->mpi_time_us[p], place[p],
-            w->mpi_busbw[p]);
-    snprintf(key, sizeof key, "mpi_%s_wrong", place[p]);
-    json_wrong(f, b, p, key, w->mpi_wrong[p]);
+    char name[32];
+    fprintf(f, ", \"%s_%s_time_us\": %.3f, \"%s_%s_busbw\": %.4f", key, place[p], w->cmp_time_us[p], key,
+            place[p], w->cmp_busbw[p]);
+    snprintf(name, sizeof name, "%s_%s_wrong", key, place[p]);
+    json_wrong(f, b, p, name, w->cmp_wrong[p]);
   }
-  json_ratio(f, "ringo_over_mpi", w->ratio);
+  char name[32];
+  snprintf(name, sizeof name, "ringo_over_%s", key);
+  json_ratio(f, name, w->ratio);
 }
 
 static void json_row(FILE* f, const struct bench* b, const struct row* w) {
@@ -217,7 +203,7 @@ static void json_row(FILE* f, const struct bench* b, const struct row* w) {
   fprintf(f, ", \"sent_per_rank\": %llu", (unsigned long long)w->sent);
   json_ratio(f, "law_ratio", w->law);
   json_ratio(f, "bound_frac", w->bound);
-  json_mpi(f, b, w);
+  json_cmp(f, b, w);
   fprintf(f, "}");
 }
 
@@ -246,7 +232,9 @@ static FILE* json_open(const struct bench* b, const char* host) {
   json_string(f, transport_env());
   fprintf(f, ", \"algo\": ");
   json_string(f, getenv("RINGO_ALGO") && *getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "auto");
-  fprintf(f, ", \"compare\": %s", b->o->compare_mpi ? "\"mpi\"" : "null");
+  fprintf(f, ", \"compare\": ");
+  if (b->o->compare) json_string(f, cmp_keys[b->o->compare]);
+  else fprintf(f, "null");
   if (b->o->bw_add > 0) fprintf(f, ", \"membw_copy_GBps\": %.3f, \"membw_add_GBps\": %.3f", b->o->bw_copy, b->o->bw_add);
   fprintf(f, "},\n  \"rows\": [");
   return f;
@@ -255,7 +243,8 @@ static FILE* json_open(const struct bench* b, const char* host) {
 static int json_close(const struct bench* b, FILE* f, double avg_busbw) {
   fprintf(f, "\n  ],\n  \"summary\": {\"out_of_bounds\": %llu, \"avg_busbw\": %.4f",
           (unsigned long long)b->wrong_total, avg_busbw);
-  if (b->o->compare_mpi) fprintf(f, ", \"mpi_out_of_bounds\": %llu", (unsigned long long)b->mpi_wrong_total);
+  if (b->o->compare)
+    fprintf(f, ", \"%s_out_of_bounds\": %llu", cmp_keys[b->o->compare], (unsigned long long)b->cmp_wrong_total);
   fprintf(f, "}\n}\n");
   if (fclose(f) == 0) return 0;
   fprintf(stderr, "ringo-bench: cannot write %s: %s\n", b->o->json, strerror(errno));

@@ -1,11 +1,13 @@
 /* ringo-bench.c — nccl-tests-style collective benchmark: time, busbw, bytes sent vs the ring law, a check,
- * --bound (memory-bandwidth bound), --compare mpi (Open MPI side by side). Needs include/ringo.h, bench/bench*.h.
- * Run: `make bench`; build/bin/ringo-bench -N 4 -b 1K -e 64M; mpirun -np 4 build/bin/ringo-bench --compare mpi. */
+ * --bound (memory-bandwidth bound), --compare mpi|gloo (Open MPI or Gloo side by side). Needs include/ringo.h,
+ * bench/bench*.h (and bench_gloo.cc with Gloo). Run: `make bench`; build/bin/ringo-bench -N 4 --compare gloo;
+ * mpirun -np 4 build/bin/ringo-bench --compare mpi. */
 #include <getopt.h>
 
 #include "bench_args.h"
 #include "bench.h"
 #include "bench_bound.h"
+#include "bench_compare.h"
 #include "bench_mpi.h"
 #include "bench_launch.h"
 #include "bench_print.h"
@@ -33,9 +35,11 @@ static void usage(FILE* f) {
           "  -N, --nranks N        local ranks to fork (default 4; under mpirun, -np decides)\n"
           "  -J, --output_file F   also write the results as JSON to F\n"
           "      --bound           measure memory bandwidth and add a %%bound column\n"
-          "      --compare mpi     also time MPI's collective on the same buffers, interleaved\n"
-          "                        with ringo's (A B A B), and print both and their ratio\n"
-          "                        (needs mpirun: mpirun -np 4 ringo-bench --compare mpi)\n"
+          "      --compare L       also time library L's collective on the same buffers,\n"
+          "                        interleaved with ringo's (A B A B), and print both and their\n"
+          "                        ratio. L: mpi (needs mpirun: mpirun -np 4 ringo-bench --compare\n"
+          "                        mpi) or gloo (Gloo over TCP, as PyTorch's gloo backend; forked\n"
+          "                        ranks or mpirun; GLOO_SOCKET_IFNAME picks the interface)\n"
           "      --algo A          auto (default: ranks of one host run collectives of at most\n"
           "                        RINGO_ONESHOT_BYTES per rank one-shot, the rest on the ring),\n"
           "                        ring (always), or naive: every rank sends its buffer to rank 0,\n"
@@ -103,8 +107,8 @@ static void apply_opt(struct opts* o, int c, const char* arg) {
               o->coll = colls[0]; break;
     case 'B': o->bound = 1; break;
     case 'T': o->timeout_s = atof(arg); if (o->timeout_s <= 0) bad_arg("timeout", arg); break;
-    case 'M': if (strcmp(arg, "mpi")) bad_arg("--compare (only 'mpi')", arg);
-              o->compare_mpi = 1; break;
+    case 'M': if (strcmp(arg, "mpi") && strcmp(arg, "gloo")) bad_arg("--compare (mpi or gloo)", arg);
+              o->compare = strcmp(arg, "mpi") ? CMP_GLOO : CMP_MPI; break;
     case 'P': o->force_mpi = 1; break;
     case 'A': if (strcmp(arg, "auto") && strcmp(arg, "ring") && strcmp(arg, "naive"))
                 bad_arg("--algo (auto, ring or naive)", arg);
@@ -233,7 +237,7 @@ static void expected_reduced(const struct row* w, int n, size_t i, unsigned char
 }
 
 /* Counts the elements of this rank's result that differ (bit for bit) from the exact answer. mpi = 1
- * follows MPI's conventions where they differ from ringo's (see mpi_coll_run()). */
+ * follows MPI's conventions where they differ from ringo's (see mpi_coll_run()); Gloo has ringo's. */
 static uint64_t check_result(const struct bench* b, const struct row* w, int inplace, int mpi) {
   size_t es = type_size[w->type], per = w->count / (size_t)b->nranks;
   unsigned char want[8];
@@ -313,16 +317,13 @@ static void coll_checked(const struct bench* b, const struct row* w, int inplace
   ringo_die(b, what, res);
 }
 
-/* One call of ringo's collective (mpi = 0) or of MPI's (mpi = 1); returns its seconds. */
-static double timed_call(const struct bench* b, const struct row* w, int inplace, int mpi) {
-#ifdef RINGO_HAVE_MPI
-  if (w->mpi && !getenv("RINGO_BENCH_NO_QUIET_BARRIER")) mpi_quiet_barrier(); /* untimed: see bench_mpi.h */
-#endif
+/* One call of ringo's collective (other = 0) or of the --compare library's (other = 1); returns its
+ * seconds. With a library beside ringo, its untimed barrier comes first (bench_compare.h). */
+static double timed_call(const struct bench* b, const struct row* w, int inplace, int other) {
+  if (w->cmp) cmp_barrier(b);
   double t0 = now_s();
-  if (!mpi) coll_checked(b, w, inplace);
-#ifdef RINGO_HAVE_MPI
-  else mpi_coll_checked(b, w, inplace);
-#endif
+  if (!other) coll_checked(b, w, inplace);
+  else cmp_run_checked(b, w, inplace);
   return now_s() - t0;
 }
 
@@ -344,72 +345,61 @@ static double slowest_median(const struct bench* b, double* t, int n) {
   return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
-/* The check run: fresh inputs, one call, every element compared; MPI's call too when it runs. */
+/* The check run: fresh inputs, one call, every element compared; the --compare library's too when it runs. */
 static void check_placement(const struct bench* b, struct row* w, int inplace) {
   prepare(b, w, inplace);
   if (!placement_checked(b->o, inplace)) return;
   timed_call(b, w, inplace, 0);
   w->wrong[inplace] = check_result(b, w, inplace, 0);
-  if (!w->mpi) return;
+  if (!w->cmp) return;
   prepare(b, w, inplace);
   timed_call(b, w, inplace, 1);
-  w->mpi_wrong[inplace] = check_result(b, w, inplace, 1);
+  w->cmp_wrong[inplace] = check_result(b, w, inplace, b->o->compare == CMP_MPI);
 }
 
 /* One placement: check run, warm-up, timed loop; returns this rank's bytesSent per iteration.
- * With MPI beside ringo the two alternate call by call (A B A B), so any drift of this machine's
+ * With a library beside ringo the two alternate call by call (A B A B), so any drift of this machine's
  * speed during the row lands on both alike; ringo's counters see only ringo's calls. */
 static uint64_t run_placement(const struct bench* b, struct row* w, int inplace) {
   double warm_s = 0;
   check_placement(b, w, inplace);
   for (int k = 0; k < b->o->warmup; k++) {
     warm_s = timed_call(b, w, inplace, 0);
-    if (w->mpi) warm_s += timed_call(b, w, inplace, 1);
+    if (w->cmp) warm_s += timed_call(b, w, inplace, 1);
   }
   if (!inplace) w->iters = choose_iters(b, warm_s);
   ringoCommStats s0, s1;
   RB_CHECK(b, ringoCommGetStats(b->comm, &s0));
   for (int k = 0; k < w->iters; k++) {
     b->times[k] = timed_call(b, w, inplace, 0);
-    if (w->mpi) b->mpi_times[k] = timed_call(b, w, inplace, 1);
+    if (w->cmp) b->cmp_times[k] = timed_call(b, w, inplace, 1);
   }
   RB_CHECK(b, ringoCommGetStats(b->comm, &s1));
   double med = slowest_median(b, b->times, w->iters);
   w->time_us[inplace] = 1e6 * med;
   w->algbw[inplace] = med > 0 ? (double)w->bytes / med / 1e9 : 0;
-  if (w->mpi) w->mpi_time_us[inplace] = 1e6 * slowest_median(b, b->mpi_times, w->iters);
+  if (w->cmp) w->cmp_time_us[inplace] = 1e6 * slowest_median(b, b->cmp_times, w->iters);
   return (s1.bytesSent - s0.bytesSent) / (uint64_t)w->iters;
 }
 
-/* MPI runs beside ringo when asked, launched by mpirun, and MPI has the row's type and op. */
-static int row_uses_mpi(const struct bench* b, const struct row* w) {
-#ifdef RINGO_HAVE_MPI
-  return b->o->compare_mpi && b->L->mpi && !mpi_skip_reason(w);
-#else
-  (void)b;
-  (void)w;
-  return 0;
-#endif
-}
-
-/* busbw = algbw x the collective's bus factor, for ringo and for MPI alike. */
+/* busbw = algbw x the collective's bus factor, for ringo and the --compare library alike. */
 static void row_bandwidths(struct row* w, double bus) {
   for (int p = 0; p < 2; p++) {
     w->busbw[p] = w->algbw[p] * bus;
-    double t = 1e-6 * w->mpi_time_us[p];
-    w->mpi_busbw[p] = w->mpi && t > 0 ? (double)w->bytes / t / 1e9 * bus : 0;
+    double t = 1e-6 * w->cmp_time_us[p];
+    w->cmp_busbw[p] = w->cmp && t > 0 ? (double)w->bytes / t / 1e9 * bus : 0;
   }
-  w->ratio = w->mpi && w->mpi_busbw[0] > 0 ? w->busbw[0] / w->mpi_busbw[0] : -1;
+  w->ratio = w->cmp && w->cmp_busbw[0] > 0 ? w->busbw[0] / w->cmp_busbw[0] : -1;
 }
 
 static void run_row(struct bench* b, struct row* w) {
   double bus, law, mem;
-  w->mpi = row_uses_mpi(b, w);
+  w->cmp = row_uses_cmp(b, w);
   uint64_t sent = run_placement(b, w, 0);
   run_placement(b, w, 1);
   coord_allreduce(b, &sent, 1, ringoUint64, ringoMax);
   coord_allreduce(b, w->wrong, 2, ringoUint64, ringoSum);
-  if (w->mpi) coord_allreduce(b, w->mpi_wrong, 2, ringoUint64, ringoSum);
+  if (w->cmp) coord_allreduce(b, w->cmp_wrong, 2, ringoUint64, ringoSum);
   coll_factors(b->o->coll, b->nranks, &bus, &law, &mem);
   w->sent = sent;
   row_bandwidths(w, bus);
@@ -426,7 +416,7 @@ static void run_row(struct bench* b, struct row* w) {
 static void keep_row(struct bench* b, const struct row* w) {
   b->busbw_sum += w->busbw[0] + w->busbw[1];
   b->wrong_total += w->wrong[0] + w->wrong[1];
-  b->mpi_wrong_total += w->mpi_wrong[0] + w->mpi_wrong[1];
+  b->cmp_wrong_total += w->cmp_wrong[0] + w->cmp_wrong[1];
   if (b->rank == 0) print_row(b, w);
   if (b->json) {
     json_row(b->json, b, w);
@@ -460,13 +450,13 @@ static void run_all_rows(struct bench* b) {
 
 /* The closing lines (rank 0) and the run's exit code, which every rank agrees on. */
 static int finish(struct bench* b) {
-  int rc = b->wrong_total || b->mpi_wrong_total ? EXIT_WRONG : 0;
+  int rc = b->wrong_total || b->cmp_wrong_total ? EXIT_WRONG : 0;
   double avg = b->nrows ? b->busbw_sum / (2.0 * (double)b->nrows) : 0.0;
   if (b->rank == 0) {
     printf("# Out of bounds values : %llu %s\n", (unsigned long long)b->wrong_total, b->wrong_total ? "FAILED" : "OK");
-    if (b->o->compare_mpi)
-      printf("# MPI out of bounds    : %llu %s\n", (unsigned long long)b->mpi_wrong_total,
-             b->mpi_wrong_total ? "FAILED" : "OK");
+    if (b->o->compare)
+      printf("# %s : %llu %s\n", b->o->compare == CMP_MPI ? "MPI out of bounds   " : "Gloo out of bounds  ",
+             (unsigned long long)b->cmp_wrong_total, b->cmp_wrong_total ? "FAILED" : "OK");
     printf("# Avg bus bandwidth    : %g \n#\n", avg);
     fflush(stdout);
   }
@@ -478,22 +468,24 @@ static int run_rank(const struct opts* o, const struct launch* L) {
   struct bench b = {.o = o, .L = L, .rank = L->rank, .nranks = L->nranks};
   char host0[HOST_BYTES] = "";
   comm_init(&b);
+  cmp_open(&b);
   b.sbuf = xalloc(o->maxbytes);
   b.rbuf = xalloc(o->maxbytes);
   b.times = xalloc((size_t)o->iters * sizeof(double));
-  b.mpi_times = xalloc((size_t)o->iters * sizeof(double));
+  b.cmp_times = xalloc((size_t)o->iters * sizeof(double));
   memset(b.sbuf, 0, o->maxbytes); /* fault the pages in before anything is timed */
   memset(b.rbuf, 0, o->maxbytes);
   print_run_header(&b, host0);
   if (b.rank == 0) print_table_header(&b);
   if (b.rank == 0 && o->json) b.json = json_open(&b, host0);
   run_all_rows(&b);
+  cmp_close(&b);
   RB_CHECK(&b, ringoCommDestroy(b.comm));
   int rc = finish(&b);
   free(b.sbuf);
   free(b.rbuf);
   free(b.times);
-  free(b.mpi_times);
+  free(b.cmp_times);
   return rc;
 }
 
@@ -512,7 +504,14 @@ int main(int argc, char** argv) {
     return EXIT_USAGE;
 #endif
   }
-  if (o.compare_mpi) {
+#ifndef RINGO_HAVE_GLOO
+  if (o.compare == CMP_GLOO) {
+    fprintf(stderr, "ringo-bench: --compare gloo: built without Gloo (no gloo/allreduce.h at build time); "
+                    "install libgloo-dev (make deps does) and rebuild\n");
+    return EXIT_USAGE;
+  }
+#endif
+  if (o.compare == CMP_MPI) {
     fprintf(stderr, "ringo-bench: --compare mpi needs one rank per process under mpirun (forked ranks "
                     "have no MPI); run: mpirun -np 4 %s --compare mpi ...\n", argv[0]);
     return EXIT_USAGE;

@@ -1,0 +1,174 @@
+/* bench_compare.h — ringo-bench's --compare: the other library (Open MPI, or Gloo as PyTorch runs it on
+ * CPUs) on ringo's buffers, call by call beside ringo: which rows it can run, its untimed barrier, one
+ * call, the notes before the table. Header-only, needs bench.h, bench_mpi.h, bench_launch.h and, with
+ * RINGO_HAVE_GLOO, bench_gloo.h. Run: mpirun -np 4 ringo-bench --compare mpi; ringo-bench --compare gloo. */
+#ifndef RINGO_BENCH_COMPARE_H_
+#define RINGO_BENCH_COMPARE_H_
+
+#include "bench.h"
+#include "bench_launch.h"
+#include "bench_mpi.h"
+
+#ifdef RINGO_HAVE_GLOO
+#include "bench_gloo.h"
+
+static const char* gloo_skip_reason(int coll, const struct row* w) {
+  if (coll == COLL_REDUCE_SCATTER) return "Gloo's collective API has no reduce-scatter";
+  if (w->type == ringoBfloat16) return "Gloo has no bfloat16";
+  return w->op == ringoAvg ? "Gloo has no avg op" : NULL;
+}
+
+/* Gloo's rendezvous exchange, over the bench's own coordination (MPI, or ringo before any timing):
+ * each rank fills its slot of a zeroed buffer, and a max over ranks leaves every slot filled. */
+static int gloo_exchange(void* ctx, const void* mine, void* all, size_t bytes) {
+  const struct bench* b = ctx;
+  memset(all, 0, bytes * (size_t)b->nranks);
+  memcpy((unsigned char*)all + bytes * (size_t)b->rank, mine, bytes);
+  coord_allreduce(b, all, bytes * (size_t)b->nranks, ringoUint8, ringoMax);
+  return 0;
+}
+
+static void gloo_die(const struct bench* b, const char* what, const char* err) {
+  fprintf(stderr, "ringo-bench: rank %d: Gloo's %s failed: %s\n", b->rank, what, err);
+  die(EXIT_LAUNCH);
+}
+
+/* Whether every rank runs on this host: a hash of each host name, its max and min over ranks. */
+static int all_on_one_host(const struct bench* b) {
+  char host[HOST_BYTES] = "";
+  gethostname(host, sizeof host - 1);
+  uint64_t h[2] = {1469598103934665603ull, 0};
+  for (const char* c = host; *c; c++) h[0] = (h[0] ^ (unsigned char)*c) * 1099511628211ull;
+  h[1] = ~h[0];
+  coord_allreduce(b, h, 2, ringoUint64, ringoMax);
+  return h[0] == ~h[1];
+}
+#endif /* RINGO_HAVE_GLOO */
+
+/* Why the --compare library cannot run this row as ringo does, or NULL when it can. */
+static const char* cmp_skip_reason(const struct bench* b, const struct row* w) {
+#ifdef RINGO_HAVE_MPI
+  if (b->o->compare == CMP_MPI) return mpi_skip_reason(w);
+#endif
+#ifdef RINGO_HAVE_GLOO
+  if (b->o->compare == CMP_GLOO) return gloo_skip_reason(b->o->coll, w);
+#endif
+  (void)w;
+  return b->o->compare ? "not built with it" : "no --compare";
+}
+
+/* The library runs beside ringo when asked, when it is up (MPI: launched by mpirun), and when it has
+ * the row's collective, type and op. */
+static int row_uses_cmp(const struct bench* b, const struct row* w) {
+  const int up = b->o->compare == CMP_MPI ? b->L->mpi : b->o->compare == CMP_GLOO && b->gloo;
+  return up && !cmp_skip_reason(b, w);
+}
+
+/* Connects the --compare library's side where it needs it (Gloo: a context over TCP); collective. */
+static void cmp_open(struct bench* b) {
+#ifdef RINGO_HAVE_GLOO
+  if (b->o->compare != CMP_GLOO) return;
+  char err[512] = "";
+  b->gloo = gloo_side_open(b->rank, b->nranks, all_on_one_host(b), b->o->timeout_s, gloo_exchange, b, err,
+                           sizeof err);
+  if (!b->gloo) gloo_die(b, "rendezvous", err);
+#else
+  (void)b;
+#endif
+}
+
+static void cmp_close(struct bench* b) {
+#ifdef RINGO_HAVE_GLOO
+  if (b->gloo) gloo_side_close(b->gloo);
+  b->gloo = NULL;
+#else
+  (void)b;
+#endif
+}
+
+/* An untimed barrier of the --compare library before each call, ringo's and its own, so each call
+ * starts with the ranks together; none passes through ringo, whose counters see only ringo's calls. */
+static void cmp_barrier(const struct bench* b) {
+  if (getenv("RINGO_BENCH_NO_QUIET_BARRIER")) return;
+#ifdef RINGO_HAVE_MPI
+  if (b->o->compare == CMP_MPI) mpi_quiet_barrier();
+#endif
+#ifdef RINGO_HAVE_GLOO
+  char err[512] = "";
+  if (b->o->compare == CMP_GLOO && gloo_side_barrier(b->gloo, err, sizeof err) != 0) gloo_die(b, "barrier", err);
+#endif
+  (void)b;
+}
+
+/* The --compare library's counterpart of the row's collective, once; an error ends the rank. */
+static void cmp_run_checked(const struct bench* b, const struct row* w, int inplace) {
+#ifdef RINGO_HAVE_MPI
+  if (b->o->compare == CMP_MPI) mpi_coll_checked(b, w, inplace);
+#endif
+#ifdef RINGO_HAVE_GLOO
+  static const int colls[NUM_COLLS] = {[COLL_ALL_REDUCE] = GLOO_ALL_REDUCE, [COLL_ALL_GATHER] = GLOO_ALL_GATHER,
+      [COLL_BROADCAST] = GLOO_BROADCAST, [COLL_REDUCE] = GLOO_REDUCE, [COLL_SENDRECV] = GLOO_SENDRECV};
+  if (b->o->compare != CMP_GLOO) return;
+  const struct gloo_call c = {.coll = colls[b->o->coll], .type = w->type, .op = w->op, .root = w->root,
+                              .inplace = inplace, .s = b->sbuf, .r = b->rbuf, .count = w->count};
+  char err[512] = "";
+  if (gloo_side_run(b->gloo, &c, err, sizeof err) == 0) return;
+  char what[160];
+  snprintf(what, sizeof what, "%s of %zu bytes (%s, %s)", coll_names[b->o->coll], w->bytes, type_names[w->type],
+           inplace ? "in-place" : "out-of-place");
+  gloo_die(b, what, err);
+#else
+  (void)b;
+  (void)w;
+  (void)inplace;
+#endif
+}
+
+/* What the --compare library runs, and which of the run's types and ops it cannot (their rows show
+ * '-' in its columns), said once before the table. */
+static void print_cmp_notes(const struct bench* b) {
+  const struct opts* o = b->o;
+  const int c = o->coll;
+  if (o->compare == CMP_MPI) {
+#ifdef RINGO_HAVE_MPI
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    version[strcspn(version, ",\n")] = '\0';
+    printf("# Compared with: %s (MPI_%s on the same buffers, interleaved per iteration)\n", version,
+           c == COLL_ALL_REDUCE ? "Allreduce" : c == COLL_REDUCE_SCATTER ? "Reduce_scatter_block"
+           : c == COLL_ALL_GATHER ? "Allgather" : c == COLL_BROADCAST ? "Bcast"
+           : c == COLL_SENDRECV ? "Sendrecv, in place MPI_Sendrecv_replace" : "Reduce");
+#endif
+  } else if (o->compare == CMP_GLOO) {
+#ifdef RINGO_HAVE_GLOO
+    printf("# Compared with: Gloo %s (%s over its TCP transport on %s, as PyTorch's gloo backend runs "
+           "on CPUs; the same buffers, interleaved per iteration)\n", gloo_side_version(), c == COLL_ALL_REDUCE ? "gloo::allreduce, its default algorithm"
+           : c == COLL_ALL_GATHER ? "gloo::allgather" : c == COLL_BROADCAST ? "gloo::broadcast"
+           : c == COLL_REDUCE ? "gloo::reduce" : c == COLL_SENDRECV ? "send and recv, in place from a copy"
+           : "nothing", b->gloo ? gloo_side_where(b->gloo) : "-");
+#endif
+  }
+  const int has_op = c != COLL_ALL_GATHER && c != COLL_BROADCAST && c != COLL_SENDRECV;
+  const char* const lib = cmp_names[o->compare];
+  /* A reason that every row shares (Gloo has no reduce-scatter) is said once. */
+  const char* every = cmp_skip_reason(b, &(struct row){.type = o->types[0], .op = OP_NONE});
+  for (int ti = 1; ti < o->ntypes && every; ti++)
+    if (cmp_skip_reason(b, &(struct row){.type = o->types[ti], .op = OP_NONE}) != every) every = NULL;
+  if (every) {
+    printf("# Note: every row shows '-' in the %s columns: %s\n", lib, every);
+    return;
+  }
+  int usable_type = -1; /* a type the library has, to ask about each op alone */
+  for (int ti = 0; ti < o->ntypes; ti++) {
+    const char* why = cmp_skip_reason(b, &(struct row){.type = o->types[ti], .op = OP_NONE});
+    if (why) printf("# Note: %s rows show '-' in the %s columns: %s\n", type_names[o->types[ti]], lib, why);
+    else if (usable_type < 0) usable_type = o->types[ti];
+  }
+  for (int oi = 0; oi < o->nops && has_op && usable_type >= 0; oi++) {
+    const char* why = cmp_skip_reason(b, &(struct row){.type = usable_type, .op = o->ops[oi]});
+    if (why) printf("# Note: %s rows show '-' in the %s columns: %s\n", op_names[o->ops[oi]], lib, why);
+  }
+}
+
+#endif /* RINGO_BENCH_COMPARE_H_ */
