@@ -1,6 +1,6 @@
 // bench_gloo.cc — ringo-bench's --compare gloo side: Gloo's collectives (libgloo, TCP transport, as
 // PyTorch's "gloo" backend runs them on CPUs) on the bench's buffers, behind the C API of bench_gloo.h.
-// Needs libgloo-dev. Tested by test/test_bench.cc (CompareGloo*); run: ringo-bench -N 4 --compare gloo.
+// Needs libgloo-dev. Tested by test/test_bench.cc (BenchGloo.*, Bench.CompareGloo*); run: ringo-bench -N 4 --compare gloo.
 #include "bench_gloo.h"
 
 #include <gloo/allgather.h>
@@ -35,15 +35,19 @@ struct gloo_side {
   std::shared_ptr<gloo::rendezvous::Context> ctx;
   std::string where;
   uint32_t tag = 0;  // one per call, as PyTorch's backend does: no two calls' messages can match
+  std::vector<char> scratch;  // in-place sendrecv sends from a copy; kept so no call allocates it
 };
 
 namespace {
 
 // Gloo's rendezvous asks a key-value store for each rank's addresses. The bench has no store, but it
-// has an exchange among its ranks, and Gloo's full-mesh connect has every rank set its own key once
-// before it reads the others': so set() is the collective step. Each rank's key and value travel in
-// one exchange; get() and wait() then read what arrived. A Gloo that read a key no rank had set would
-// get an error naming it, not a hang.
+// has an exchange among its ranks, and in Gloo's full-mesh connect every rank makes the same set()
+// calls in the same order, each before it reads what the others set (Debian's 0.0~git20220518
+// snapshot, Gloo 0.5.0: "rank_<r>" with the host name, then "<r>" with the addresses): so set() is
+// the collective step. Each rank's key and value travel in one exchange; get() and wait() then read
+// what arrived, and a key no rank set is an error naming it. The keys of one exchange must agree but
+// for the rank in them; where they do not (a Gloo whose ranks call set() differently), set() throws
+// rather than pair one rank's key with another's.
 class ExchangeStore : public gloo::rendezvous::Store {
  public:
   ExchangeStore(int nranks, gloo_exchange_fn exchange, void* ctx) : nranks_(nranks), exchange_(exchange), ctx_(ctx) {}
@@ -64,7 +68,11 @@ class ExchangeStore : public gloo::rendezvous::Store {
       const char* blob = all.data() + r * widest;
       const size_t key_len = strnlen(blob, sizes[r]);
       if (key_len == sizes[r]) throw std::runtime_error("rendezvous: rank " + std::to_string(r) + " sent no key");
-      values_[std::string(blob, key_len)] = std::vector<char>(blob + key_len + 1, blob + sizes[r]);
+      const std::string their_key(blob, key_len);
+      if (without_digits(their_key) != without_digits(key))
+        throw std::runtime_error("rendezvous: ranks set different keys at once ('" + key + "', rank " +
+                                 std::to_string(r) + "'s '" + their_key + "')");
+      values_[their_key] = std::vector<char>(blob + key_len + 1, blob + sizes[r]);
     }
   }
 
@@ -81,6 +89,13 @@ class ExchangeStore : public gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override { wait(keys); }
 
  private:
+  static std::string without_digits(const std::string& key) {
+    std::string kept;
+    for (char c : key)
+      if (c < '0' || c > '9') kept += c;
+    return kept;
+  }
+
   void swap(const void* mine, void* all, size_t bytes) {
     if (exchange_(ctx_, mine, all, bytes) != 0) throw std::runtime_error("rendezvous: the bench's exchange failed");
   }
@@ -118,6 +133,9 @@ void run_typed(gloo_side* g, const gloo_call* c) {
   T* s = static_cast<T*>(c->s);
   T* r = static_cast<T*>(c->r);
   const uint32_t tag = g->tag++;
+  // Nothing to move (the bench's all_gather of fewer elements than ranks has none): Gloo's allgather
+  // would divide by the zero size. ringo returns at once too.
+  if (c->count == 0) return;
   switch (c->coll) {
     case GLOO_ALL_REDUCE: {
       gloo::AllreduceOptions o(ctx);
@@ -158,11 +176,15 @@ void run_typed(gloo_side* g, const gloo_call* c) {
     default: {  // sendrecv: to the next rank, from the previous one
       const size_t bytes = c->count * sizeof(T);
       const int next = (ctx->rank + 1) % ctx->size, prev = (ctx->rank + ctx->size - 1) % ctx->size;
+      if (ctx->size == 1) {  // to itself: Gloo has no pair with its own rank
+        if (!c->inplace) memcpy(c->r, c->s, bytes);
+        return;
+      }
       // In place, one buffer cannot be sent from and received into at once: send a copy, as
       // MPI_Sendrecv_replace does inside MPI.
-      std::vector<char> copy(c->inplace ? bytes : 0);
-      if (c->inplace) memcpy(copy.data(), r, bytes);
-      auto out = ctx->createUnboundBuffer(c->inplace ? copy.data() : static_cast<void*>(s), bytes);
+      if (c->inplace && g->scratch.size() < bytes) g->scratch.resize(bytes);
+      if (c->inplace) memcpy(g->scratch.data(), r, bytes);
+      auto out = ctx->createUnboundBuffer(c->inplace ? g->scratch.data() : static_cast<void*>(s), bytes);
       auto in = ctx->createUnboundBuffer(r, bytes);
       const uint64_t slot = gloo::Slot::build(0x7f, tag);
       in->recv(prev, slot);

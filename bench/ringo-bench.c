@@ -494,6 +494,13 @@ int main(int argc, char** argv) {
   struct launch L;
   int code = 0;
   parse_args(&o, argc, argv);
+#ifndef RINGO_HAVE_GLOO
+  if (o.compare == CMP_GLOO) {
+    fprintf(stderr, "ringo-bench: --compare gloo: built without Gloo (no gloo/allreduce.h at build time); "
+                    "install libgloo-dev (make deps does) and rebuild\n");
+    return EXIT_USAGE;
+  }
+#endif
   if (o.force_mpi || under_mpirun()) {
 #ifdef RINGO_HAVE_MPI
     launch_mpi(&o, &L, &argc, &argv);
@@ -504,13 +511,6 @@ int main(int argc, char** argv) {
     return EXIT_USAGE;
 #endif
   }
-#ifndef RINGO_HAVE_GLOO
-  if (o.compare == CMP_GLOO) {
-    fprintf(stderr, "ringo-bench: --compare gloo: built without Gloo (no gloo/allreduce.h at build time); "
-                    "install libgloo-dev (make deps does) and rebuild\n");
-    return EXIT_USAGE;
-  }
-#endif
   if (o.compare == CMP_MPI) {
     fprintf(stderr, "ringo-bench: --compare mpi needs one rank per process under mpirun (forked ranks "
                     "have no MPI); run: mpirun -np 4 %s --compare mpi ...\n", argv[0]);
