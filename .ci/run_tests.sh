@@ -4,7 +4,9 @@
 # Binaries under a test/mpi/ folder run under mpirun with RINGO_MPI_NP ranks (default 8); only
 # their rank 0 prints GoogleTest's summary, with every rank's failures folded in.
 #
-# An argument BIN@FILTER runs BIN with --gtest_filter=FILTER. RINGO_TEST_LAUNCH (a command prefix,
+# An argument BIN@FILTER runs BIN with --gtest_filter=FILTER; an argument VAR=VALUE sets that
+# environment variable for the binaries after it (OMPI_MCA_btl=tcp,self: MPI over TCP, as between
+# hosts). RINGO_TEST_LAUNCH (a command prefix,
 # e.g. "valgrind --error-exitcode=1") wraps every non-MPI binary. RINGO_TEST_TIMEOUT bounds each
 # binary (default 900 s). With RINGO_TALLY=FILE the counts are appended to FILE as "P F S" and the
 # closing line names RINGO_STAGE instead, so .ci/test_all.sh can print the one total for many stages.
@@ -21,6 +23,9 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "${RINGO_M
 read -r -a LAUNCH <<< "${RINGO_TEST_LAUNCH:-}"
 passed=0; failed=0; skipped=0
 for arg in "$@"; do
+  case "$arg" in
+    *=*) export "${arg?}"; echo "=== from here on: $arg"; continue ;;
+  esac
   bin=${arg%%@*}
   args=(--gtest_color=no)
   [ "$bin" != "$arg" ] && args+=("--gtest_filter=${arg#*@}")

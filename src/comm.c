@@ -79,12 +79,24 @@ ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const 
                     self->rank, self->host, other->rank, other->host);
 }
 
+/* The progress hook of a rank's link waits: MPI's, when this communicator may have MPI links (it has
+ * MPI and its ranks are not all on this host); none otherwise, so a one-host job's waits still sleep. */
+static void (*link_progress(const ringoComm_t comm))(void*) {
+#ifdef RINGO_HAVE_MPI
+  for (int r = 0; comm->tctx && comm->info && r < comm->nranks; r++)
+    if (strcmp(comm->info[r].host, comm->info[comm->rank].host) != 0) return ringo_mpi_progress;
+#else
+  (void)comm;
+#endif
+  return NULL;
+}
+
 void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
   *p = (struct ringo_link_params){.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
                                   .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
                                   .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6,
                                   .self_rank = comm->rank, .peer_rank = peer,
-                                  .ctx = comm->tctx, .channel = channel,
+                                  .ctx = comm->tctx, .channel = channel, .progress = link_progress(comm),
                                   .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0
                                                   ? comm->info[peer].pid : 0};
 }

@@ -34,6 +34,11 @@ struct ringo_link_params {
   void* ctx;                   /* the transport's per-communicator context (mpi: struct ringo_mpi_ctx*) */
   int channel;                 /* which family of links (RINGO_CHANNEL_*): keeps MPI messages of a ring
                                   link, a star link and a point-to-point link between one pair apart */
+  /* Called with ctx between the polls of a wait that may last, or NULL. Another transport of this
+   * rank may move its bytes only while its owner calls into it: MPI over TCP pushes a posted send,
+   * or answers a peer's, only inside an MPI call. A rank that slept on its shm link with an MPI
+   * send still queued would leave the ring waiting on itself (ringo_mpi_progress). */
+  void (*progress)(void* ctx);
 };
 
 enum { RINGO_CHANNEL_RING = 0, RINGO_CHANNEL_STAR = 1, RINGO_CHANNEL_P2P = 2 };
@@ -97,6 +102,9 @@ extern const struct ringo_transport ringo_transport_mpi;
  * messages never match the user's), in which ringo rank r is MPI rank r. */
 ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** ctx);
 void ringo_mpi_ctx_free(void* ctx);
+/* One turn of MPI's progress engine on the context's communicator (an MPI_Iprobe), for the waits of
+ * other links of the same rank (ringo_link_params.progress). */
+void ringo_mpi_progress(void* ctx);
 /* 1 when MPI runs at MPI_THREAD_MULTIPLE, so MPI links may be driven from another thread while
  * the user calls MPI (staged device collectives and device sends run on ringo's proxy thread). */
 int ringo_mpi_links_thread_safe(void);
