@@ -79,12 +79,18 @@ ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const 
                     self->rank, self->host, other->rank, other->host);
 }
 
-/* The progress hook of a rank's link waits: MPI's, when this communicator may have MPI links (it has
- * MPI and its ranks are not all on this host); none otherwise, so a one-host job's waits still sleep. */
+/* 1 when this communicator may have MPI links: it has MPI and its ranks are not all on one host. */
+static int leaves_host(const ringoComm_t comm) {
+  for (int r = 0; comm->tctx && comm->info && r < comm->nranks; r++)
+    if (strcmp(comm->info[r].host, comm->info[comm->rank].host) != 0) return 1;
+  return 0;
+}
+
+/* The progress hook of a rank's link waits: MPI's where the communicator may have MPI links; none
+ * otherwise, so a one-host job's waits still sleep. */
 static void (*link_progress(const ringoComm_t comm))(void*) {
 #ifdef RINGO_HAVE_MPI
-  for (int r = 0; comm->tctx && comm->info && r < comm->nranks; r++)
-    if (strcmp(comm->info[r].host, comm->info[comm->rank].host) != 0) return ringo_mpi_progress;
+  if (leaves_host(comm)) return ringo_mpi_progress;
 #else
   (void)comm;
 #endif
@@ -271,8 +277,28 @@ static uint64_t oneshot_allowed(const ringoComm_t comm) {
   return per_peer < (64u << 10) ? per_peer : (64u << 10);
 }
 
+/* The slot size every rank uses (the schedule slices chunks by it, so the ranks must agree): the
+ * smallest RINGO_SLICE_BYTES any rank set, with a warning where they differ; unset everywhere, the
+ * default for where the ring goes. Every rank computes it from the same rank infos. */
+static size_t agreed_slice_bytes(const ringoComm_t comm) {
+  uint64_t least = 0, most = 0;
+  int unset = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    const uint64_t s = comm->info[r].slice_bytes;
+    if (s && (!least || s < least)) least = s;
+    if (s > most) most = s;
+    unset += s == 0;
+  }
+  if (least && (least != most || unset) && comm->rank == 0)
+    RINGO_WARN("ranks set RINGO_SLICE_BYTES differently (%llu .. %llu bytes%s): every rank uses %llu",
+               (unsigned long long)least, (unsigned long long)most, unset ? ", or unset" : "", (unsigned long long)least);
+  if (least) return (size_t)least;
+  return leaves_host(comm) ? RINGO_SLICE_ACROSS_HOSTS : RINGO_SLICE_ONE_HOST;
+}
+
 static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank, .oneshot_bytes = oneshot_allowed(comm)};
+  struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank, .oneshot_bytes = oneshot_allowed(comm),
+                                 .slice_bytes = comm->env.slice_bytes};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
   comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);
   comm->ring = calloc((size_t)comm->nranks, sizeof(int));
@@ -282,6 +308,7 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   RINGO_CHECK(rv->allgather(rv->ctx, &mine, sizeof mine, comm->info));
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);
+  comm->slot_bytes = agreed_slice_bytes(comm);
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
   if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));
   RINGO_CHECK(ringo_p2p_setup(comm, rv));
@@ -298,7 +325,8 @@ ringoComm_t ringo_comm_alloc(int nranks, int rank) {
   comm->rank = rank;
   comm->cuda_dev = -1;
   ringo_env_read(&comm->env);
-  comm->slot_bytes = comm->env.slice_bytes;
+  /* Until the ranks agree on it in comm_setup: what this rank asked for, or the one-host default. */
+  comm->slot_bytes = comm->env.slice_bytes ? comm->env.slice_bytes : RINGO_SLICE_ONE_HOST;
   comm->algo_naive = strcmp(comm->env.algo, "naive") == 0;
   return comm;
 }

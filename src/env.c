@@ -28,7 +28,7 @@ static size_t env_bytes(const char* name, size_t dflt, size_t lo, size_t hi) {
   else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
   else if (end && (*end == 'G' || *end == 'g')) v <<= 30;
   if (end == s || v < lo || v > hi) {
-    if (dflt == RINGO_ONESHOT_PER_PEER)
+    if (dflt == RINGO_ONESHOT_PER_PEER || dflt == 0) /* a default the communicator picks later */
       RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using the default", name, s, lo, hi);
     else
       RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using %zu", name, s, lo, hi, dflt);
@@ -45,7 +45,7 @@ static void env_string(const char* name, char* dst, size_t cap) {
 void ringo_env_read(struct ringo_env* env) {
   env->timeout_s = env_double("RINGO_TIMEOUT", 300.0, 0.001, 1e9);
   /* Slots hold whole elements of any type: keep them a multiple of 64 bytes. */
-  env->slice_bytes = env_bytes("RINGO_SLICE_BYTES", 128 << 10, 256, 64 << 20) & ~(size_t)63;
+  env->slice_bytes = env_bytes("RINGO_SLICE_BYTES", 0, 256, 64 << 20) & ~(size_t)63;
   env->nslots = (int)env_double("RINGO_NSLOTS", 4, 4, 64);
   /* Spinning on a shared counter does not pay on the machines we measure (2-core VMs: a 4 KiB
    * all-reduce on 2 ranks takes 100 us with 2000 polls and 3 us yielding at once — pause loops

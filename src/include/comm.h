@@ -26,6 +26,7 @@ struct ringo_rank_info {
   int32_t pid;
   int32_t rank;
   uint64_t oneshot_bytes; /* the largest one-shot input it allows (RINGO_ONESHOT_BYTES; 0: none) */
+  uint64_t slice_bytes;   /* its RINGO_SLICE_BYTES, 0 when unset */
 };
 
 /* Point-to-point state of one peer (p2p.c): the two links, made on first use, and how many

@@ -64,7 +64,8 @@ void ringo_thread_clear_error(void);
 /* ---- environment knobs, read in one place (env.c) and logged at RINGO_DEBUG=INFO ---- */
 struct ringo_env {
   double timeout_s;        /* RINGO_TIMEOUT: bound on every wait (default 300 s) */
-  size_t slice_bytes;      /* RINGO_SLICE_BYTES: bytes per FIFO slot (default 128 KiB) */
+  size_t slice_bytes;      /* RINGO_SLICE_BYTES: bytes per FIFO slot; 0 when unset: the ring's default
+                              (RINGO_SLICE_ONE_HOST, or RINGO_SLICE_ACROSS_HOSTS when it leaves the host) */
   int nslots;              /* RINGO_NSLOTS: FIFO depth per link, >= 4 (default 4) */
   int spin;                /* RINGO_SPIN: polls before a waiter yields (default 0: yield at once) */
   double yield_us;         /* RINGO_YIELD_US: how long a waiter yields before it sleeps (default 200) */
@@ -96,6 +97,10 @@ struct ringo_env {
   size_t staged_piece_bytes; /* RINGO_STAGED_PIECE_BYTES: least bytes of one chunk a phase copies (default 1 MiB) */
 };
 #define RINGO_ONESHOT_PER_PEER ((size_t)-1)
+/* Default slices: shared-memory slots stay in cache at 128 KiB; MPI over TCP pays a handshake per
+ * message, which 512 KiB amortises (README, "Across machines"). */
+#define RINGO_SLICE_ONE_HOST ((size_t)128 << 10)
+#define RINGO_SLICE_ACROSS_HOSTS ((size_t)512 << 10)
 /* Reads the environment now (cheap; called at every communicator init so tests may change it). */
 void ringo_env_read(struct ringo_env* env);
 

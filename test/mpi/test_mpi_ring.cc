@@ -178,8 +178,8 @@ ringoResult_t InitQuietly(ringoComm_t* comm, MPI_Comm mpicomm, std::string* log)
 }
 
 // Creates the ring of cfg over sub with its environment set only for the call; nullptr (and a
-// failure) unless it worked on every rank.
-ringoComm_t InitRing(MPI_Comm sub, const RingConfig& cfg) {
+// failure) unless it worked on every rank. *init_log, when given, gets this rank's INIT log.
+ringoComm_t InitRing(MPI_Comm sub, const RingConfig& cfg, std::string* init_log = nullptr) {
   const int r = CommRank(sub);
   const std::vector<std::string> real = RealHosts(sub);
   std::vector<std::string> host;
@@ -206,6 +206,7 @@ ringoComm_t InitRing(MPI_Comm sub, const RingConfig& cfg) {
     return nullptr;
   }
   if (LinkLogOn()) CheckLinks(log, cfg, r, host);
+  if (init_log) *init_log = log;
   return comm;
 }
 
@@ -385,6 +386,44 @@ TEST(MpiRing, UserMpiTrafficOnTheSameCommunicatorDoesNotCollide) {
   for (const RingConfig& cfg : rings)
     ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, cfg.n, [](int r) { return r; },
                                  [&](MPI_Comm sub) { UserTrafficAcrossCollectives(sub, cfg); });
+}
+
+// The slot size every rank of a ring uses: 128 KiB on one host, 512 KiB where the ring leaves it
+// (MPI over TCP pays a handshake per message), and where ranks set RINGO_SLICE_BYTES differently,
+// the smallest, with a warning: the schedule slices chunks by it, so the ranks must agree, as a
+// large all-reduce on the ring shows. Read from rank 0's INIT log.
+TEST(MpiRing, SliceBytesFollowTheRingAndTheRanksAgree) {
+  if (!LinkLogOn()) GTEST_SKIP() << "needs ringo's INIT log at INFO (RINGO_DEBUG=INFO RINGO_DEBUG_SUBSYS=INIT)";
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks: run with mpirun -np 8";
+  struct Want {
+    RingConfig cfg;
+    std::vector<const char*> slices;  // RINGO_SLICE_BYTES of each rank (nullptr: unset)
+    const char* slots;
+    bool warns;
+  };
+  const RingConfig shm4{"shm4", 4, nullptr, {}}, hosts{"hosts2x2", 4, nullptr, {0, 1, 0, 1}};
+  const Want wants[] = {{shm4, {nullptr, nullptr, nullptr, nullptr}, "131072-byte slots", false},
+                        {hosts, {nullptr, nullptr, nullptr, nullptr}, "524288-byte slots", false},
+                        {hosts, {nullptr, "256K", nullptr, "64K"}, "65536-byte slots", true},
+                        {shm4, {"1M", "1M", "1M", "1M"}, "1048576-byte slots", false}};
+  for (const Want& w : wants)
+    ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+      const int r = CommRank(sub);
+      if (w.slices[r]) setenv("RINGO_SLICE_BYTES", w.slices[r], 1);
+      std::string log;
+      ringoComm_t comm = InitRing(sub, w.cfg, &log);
+      unsetenv("RINGO_SLICE_BYTES");
+      if (!comm) return;
+      if (r == 0) {
+        EXPECT_NE(log.find(w.slots), std::string::npos) << w.cfg.name << ", want " << w.slots << ":\n" << log;
+        EXPECT_EQ(log.find("ranks set RINGO_SLICE_BYTES differently") != std::string::npos, w.warns) << log;
+      }
+      const Case c{Coll::kAllReduce, ringoFloat32, ringoSum, 1000003, false, 0};
+      uint64_t hash = 0;
+      bool ok = true;
+      EXPECT_EQ(RunCase(c, comm, 4, r, 0, &hash, &ok), "") << w.cfg.name << ", rank " << r;
+      EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
