@@ -3,6 +3,7 @@
  * Tested by test/test_collectives.cc (all collectives, dtypes, ops, N, counts) and test_api.cc. */
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "board.h"
 #include "comm.h"
@@ -165,6 +166,63 @@ static ringoResult_t naive_slice(const struct ringo_op* op, const char* in, char
   return ringoSuccess;
 }
 
+/* The gather path: below a few KiB a ring that leaves the host is hand-offs, not bytes — 2(N-1) in
+ * a row, some over the network. Here every rank gathers every input in ceil(log2 N) rounds (in round
+ * k it passes the min(2^k, N - 2^k) inputs it holds from ring position pos on to pos - 2^k and takes
+ * as many from pos + 2^k: Bruck's all-gather), then combines them in the ring's own order as the
+ * one-shot board does, so the bits equal the ring's. Each rank sends and receives (N-1)·D, the
+ * board's law. Every message carries the fingerprint, so a rank on another collective, count or op
+ * is named at the first hop. */
+int ringo_gather_max_blocks(int nranks) {
+  int most = 1;
+  for (int d = 1; d < nranks; d <<= 1) {
+    const int m = d < nranks - d ? d : nranks - d;
+    most = m > most ? m : most;
+  }
+  return most;
+}
+
+static int gather_fits(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  return comm->gather_bytes > 0 && op->coll == RINGO_COLL_ALLREDUCE && op->count > 0 &&
+         op->count * ringo_type_size(op->type) <= comm->gather_bytes;
+}
+
+static ringoResult_t run_gather(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  const int n = comm->nranks, pos = comm->pos;
+  const size_t bytes = op->count * ringo_type_size(op->type);
+  const double t0 = comm->trace ? ringo_now() : 0;
+  char* blocks = comm->gather_buf; /* input of ring position p at p·bytes */
+  memcpy(blocks + (size_t)pos * bytes, op->sendbuff, bytes);
+  size_t read = 0;
+  for (int k = 0, d = 1; k < comm->gather_rounds; k++, d <<= 1) {
+    const int m = d < n - d ? d : n - d; /* inputs that cross this round */
+    void* out;
+    const void* got;
+    RINGO_CHECK(conn_send(op, &comm->gather_to[k], &out));
+    for (int i = 0; i < m; i++) memcpy((char*)out + (size_t)i * bytes, blocks + (size_t)ringo_mod(pos + i, n) * bytes, bytes);
+    RINGO_CHECK(conn_post(comm, &comm->gather_to[k], (size_t)m * bytes));
+    RINGO_CHECK(conn_recv(op, &comm->gather_from[k], (size_t)m * bytes, &got));
+    for (int i = 0; i < m; i++)
+      memcpy(blocks + (size_t)ringo_mod(pos + d + i, n) * bytes, (const char*)got + (size_t)i * bytes, bytes);
+    RINGO_CHECK(conn_release(comm, &comm->gather_from[k], (size_t)m * bytes));
+    read += (size_t)m * bytes;
+  }
+  const void* on_stack[64];
+  const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
+  if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a gathered all-reduce", comm->rank);
+  for (int r = 0; r < n; r++) in[r] = blocks + (size_t)comm->pos_of[r] * bytes;
+  const ringoResult_t res = ringo_oneshot_combine(op, in);
+  if (in != on_stack) free(in);
+  if (res == ringoSuccess && comm->trace) {
+    const struct ringo_trace_event ev = {.coll = op->coll, .seq = op->seq, .step = -1, .chunk = -1, .recv_peer = -1,
+                                         .send_peer = -1, .bytes = read, .t0 = t0, .t1 = ringo_now(), .oneshot = 1};
+    ringo_trace_record(comm->trace, &ev);
+  }
+  return res;
+}
+
 static ringoResult_t run_naive(const struct ringo_op* op) {
   const size_t esize = ringo_type_size(op->type), slice = slice_elems(op->comm, op->type);
   for (size_t j = 0; j < ringo_num_rounds(op->count, slice); j++) {
@@ -230,7 +288,7 @@ static size_t ring_rounds(const struct ringo_op* op) {
 size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice) {
   const int naive = op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE;
   *slice = slice_elems(op->comm, op->type);
-  return op->comm->nranks > 1 && !naive && !ringo_oneshot_fits(op) ? ring_rounds(op) : 0;
+  return op->comm->nranks > 1 && !naive && !ringo_oneshot_fits(op) && !gather_fits(op) ? ring_rounds(op) : 0;
 }
 
 /* A staged collective's pipeline (comm.h): before the first round of phase p > 0, wait until its
@@ -287,6 +345,7 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
 
 static ringoResult_t run_engine(const struct ringo_op* op) {
   if (op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) return run_naive(op);
+  if (gather_fits(op)) return run_gather(op);
   return run_ring(op);
 }
 

@@ -98,7 +98,13 @@ static void (*link_progress(const ringoComm_t comm))(void*) {
 }
 
 void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
-  *p = (struct ringo_link_params){.slot_bytes = comm->slot_bytes, .nslots = comm->env.nslots,
+  /* A gather link carries one message per collective, and a rank runs at most one collective ahead
+   * of a peer before it waits for it: two slots of the largest message. */
+  const int gather = channel == RINGO_CHANNEL_GATHER;
+  *p = (struct ringo_link_params){.slot_bytes = gather ? RINGO_FINGERPRINT_BYTES + (size_t)ringo_gather_max_blocks(
+                                                             comm->nranks) * comm->gather_bytes
+                                                       : comm->slot_bytes,
+                                  .nslots = gather ? 2 : comm->env.nslots,
                                   .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
                                   .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6,
                                   .self_rank = comm->rank, .peer_rank = peer,
@@ -194,6 +200,41 @@ static ringoResult_t connect_star(ringoComm_t comm, const struct ringo_rendezvou
   return res;
 }
 
+/* Under RINGO_ALGO=auto, a communicator that leaves the host runs its small all-reduces on the gather
+ * path: links to the ring positions 2^k away, made here. Its threshold is the smallest any rank allows
+ * (as the board's), cut so one message stays within RINGO_SLICE_ACROSS_HOSTS and the links small. */
+static ringoResult_t connect_gather(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+  const int n = comm->nranks;
+  uint64_t allowed = UINT64_MAX;
+  for (int r = 0; r < n; r++) allowed = comm->info[r].oneshot_bytes < allowed ? comm->info[r].oneshot_bytes : allowed;
+  const size_t cap = RINGO_SLICE_ACROSS_HOSTS / (size_t)ringo_gather_max_blocks(n) & ~(size_t)63;
+  comm->gather_bytes = allowed < cap ? (size_t)allowed : cap;
+  if (comm->gather_bytes == 0 || !leaves_host(comm) || comm->algo_naive) {
+    comm->gather_bytes = 0;
+    return ringoSuccess;
+  }
+  for (int d = 1; d < n; d <<= 1) comm->gather_rounds++;
+  const int k = comm->gather_rounds;
+  comm->gather_to = calloc((size_t)k, sizeof *comm->gather_to);
+  comm->gather_from = calloc((size_t)k, sizeof *comm->gather_from);
+  comm->gather_buf = malloc((size_t)n * comm->gather_bytes);
+  struct link_plan* plans = calloc(2 * (size_t)k, sizeof *plans);
+  ringoResult_t res = ringoSuccess;
+  if (!comm->gather_to || !comm->gather_from || !comm->gather_buf || !plans)
+    res = ringo_fail(ringoSystemError, "out of memory for the gather path's links");
+  for (int i = 0, d = 1; res == ringoSuccess && i < k; i++, d <<= 1) {
+    const int to = comm->ring[ringo_mod(comm->pos - d, n)], from = comm->ring[ringo_mod(comm->pos + d, n)];
+    plans[2 * i] = (struct link_plan){comm->rank, to, i, &comm->gather_to[i]};
+    plans[2 * i + 1] = (struct link_plan){from, comm->rank, i, &comm->gather_from[i]};
+  }
+  if (res == ringoSuccess) res = connect_plans(comm, rv, RINGO_CHANNEL_GATHER, plans, 2 * k, k);
+  free(plans);
+  if (res == ringoSuccess)
+    RINGO_INFO(RINGO_LOG_INIT, "rank %d: gather path for all-reduces of up to %zu bytes, %d rounds", comm->rank,
+               comm->gather_bytes, k);
+  return res;
+}
+
 static void conn_close(struct ringo_conn* c) {
   if (c->link) c->tp->close(c->link);
   c->link = NULL;
@@ -215,10 +256,15 @@ void ringo_comm_free(ringoComm_t comm) {
   conn_close(&comm->recv);
   for (int r = 0; comm->star_to && r < comm->nranks; r++) conn_close(&comm->star_to[r]);
   for (int r = 0; comm->star_from && r < comm->nranks; r++) conn_close(&comm->star_from[r]);
+  for (int k = 0; comm->gather_to && k < comm->gather_rounds; k++) conn_close(&comm->gather_to[k]);
+  for (int k = 0; comm->gather_from && k < comm->gather_rounds; k++) conn_close(&comm->gather_from[k]);
   ringo_p2p_free(comm);
   ringo_board_free(comm);
   free(comm->star_to);
   free(comm->star_from);
+  free(comm->gather_to);
+  free(comm->gather_from);
+  free(comm->gather_buf);
   if (comm->tctx_free) comm->tctx_free(comm->tctx);
   free(comm->info);
   free(comm->ring);
@@ -248,6 +294,10 @@ void ringo_comm_fail(ringoComm_t comm, ringoResult_t res) {
   conn_poison(&comm->send, res, msg);
   conn_poison(&comm->recv, res, msg);
   ringo_board_poison(comm, res, msg);
+  for (int k = 0; k < comm->gather_rounds; k++) {
+    if (comm->gather_to) conn_poison(&comm->gather_to[k], res, msg);
+    if (comm->gather_from) conn_poison(&comm->gather_from[k], res, msg);
+  }
   for (int r = 0; r < comm->nranks; r++) {
     if (comm->star_to) conn_poison(&comm->star_to[r], res, msg);
     if (comm->star_from) conn_poison(&comm->star_from[r], res, msg);
@@ -311,6 +361,7 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   comm->slot_bytes = agreed_slice_bytes(comm);
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
   if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));
+  if (comm->nranks > 1) RINGO_CHECK(connect_gather(comm, rv));
   RINGO_CHECK(ringo_p2p_setup(comm, rv));
   RINGO_CHECK(ringo_board_setup(comm, rv));
   RINGO_CHECK(ringo_device_setup(comm, rv));

@@ -50,41 +50,47 @@ static ringoResult_t reduce_chunk(const struct ringo_op* op, const void* const* 
   return ringoSuccess;
 }
 
-/* This rank's part of op once every input is posted; counts the bytes it read from its peers and
- * they read from it, as the links count theirs (*read: the former). */
-static ringoResult_t combine(const struct ringo_op* op, const void* const* in, size_t* read) {
+ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks, me = comm->rank;
-  const size_t bytes = op->count * ringo_type_size(op->type), others = (size_t)(n - 1);
-  size_t sent = 0, received = 0;
+  const size_t bytes = op->count * ringo_type_size(op->type);
   switch (op->coll) {
     case RINGO_COLL_ALLREDUCE:
       for (int c = 0; c < n; c++) RINGO_CHECK(reduce_chunk(op, in, c, op->recvbuff));
-      sent = received = others * bytes;
       break;
     case RINGO_COLL_REDUCESCATTER: /* this rank's block is the chunk its ring position owns */
       RINGO_CHECK(reduce_chunk(op, in, ringo_mod(comm->pos + 1, n), op->recvbuff));
-      sent = received = others * bytes;
       break;
     case RINGO_COLL_REDUCE:
       if (me == op->root) RINGO_CHECK(reduce_chunk(op, in, 0, op->recvbuff));
-      sent = me == op->root ? 0 : bytes;
-      received = me == op->root ? others * bytes : 0;
       break;
     case RINGO_COLL_ALLGATHER:
       for (int r = 0; r < n; r++) ringo_copy2((char*)op->recvbuff + (size_t)r * bytes, NULL, in[r], bytes);
-      sent = received = others * bytes;
       break;
     case RINGO_COLL_BROADCAST:
       ringo_copy2(op->recvbuff, NULL, me == op->root ? op->sendbuff : in[op->root], bytes);
-      sent = me == op->root ? others * bytes : 0;
-      received = me == op->root ? 0 : bytes;
       break;
+  }
+  return ringoSuccess;
+}
+
+/* Counts the bytes this rank read from its peers' posts and they read from its own, as the links
+ * count theirs; returns the former. */
+static size_t count_board_bytes(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  const int root = comm->rank == op->root;
+  const size_t bytes = op->count * ringo_type_size(op->type), others = (size_t)(comm->nranks - 1);
+  size_t sent = others * bytes, received = others * bytes; /* all-reduce, reduce-scatter, all-gather */
+  if (op->coll == RINGO_COLL_REDUCE) {
+    sent = root ? 0 : bytes;
+    received = root ? others * bytes : 0;
+  } else if (op->coll == RINGO_COLL_BROADCAST) {
+    sent = root ? others * bytes : 0;
+    received = root ? 0 : bytes;
   }
   atomic_fetch_add_explicit(&comm->bytes_sent, sent, memory_order_relaxed);
   atomic_fetch_add_explicit(&comm->bytes_received, received, memory_order_relaxed);
-  *read = received;
-  return ringoSuccess;
+  return received;
 }
 
 /* Waits for every peer's post of op b and checks its fingerprint; in[r] = rank r's input. */
@@ -119,11 +125,11 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   const void* on_stack[64]; /* the inputs' addresses; more ranks than that on one host: the heap */
   const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a one-shot collective", comm->rank);
-  size_t read = 0;
   ringoResult_t res = gather_posts(op, b, slot, &mine, in, &since);
-  if (res == ringoSuccess) res = combine(op, in, &read);
+  if (res == ringoSuccess) res = ringo_oneshot_combine(op, in);
   if (in != on_stack) free(in);
   RINGO_CHECK(res);
+  const size_t read = count_board_bytes(op);
   ringo_board_done(comm, b);
   if (comm->trace) {
     const struct ringo_trace_event ev = {.coll = op->coll, .seq = op->seq, .step = -1, .chunk = -1, .recv_peer = -1,

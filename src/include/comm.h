@@ -49,6 +49,13 @@ struct ringoComm {
   /* RINGO_ALGO=naive only: links between rank 0 and every other rank, indexed by peer rank. */
   struct ringo_conn *star_to, *star_from;
   int algo_naive;
+  /* The gather path (collectives.c) of a communicator that leaves the host: in round k this rank
+   * sends to ring position pos - 2^k and receives from pos + 2^k; gather_bytes is the largest input
+   * per rank it takes (0: none), gather_buf holds every rank's input, by ring position. */
+  struct ringo_conn *gather_to, *gather_from;
+  int gather_rounds;
+  size_t gather_bytes;
+  char* gather_buf;
   struct ringo_rank_info* info; /* info[rank], from init */
   struct ringo_p2p_peer* p2p;   /* p2p[peer] */
   void* mailbox;                /* this host's point-to-point mailbox segment (p2p.c), or NULL */
@@ -179,6 +186,11 @@ size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice_elems);
  * the board, which every rank decides alike from the fingerprint; then op runs as board op b. */
 int ringo_oneshot_fits(const struct ringo_op* op);
 ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b);
+/* This rank's result of op from every rank's input (in[rank]), combined in the ring's own order, so
+ * the bits equal the ring's; shared by the board and the gather path (collectives.c). */
+ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in);
+/* The gather path's largest message, in inputs: the most blocks one round of it forwards. */
+int ringo_gather_max_blocks(int nranks);
 
 /* Point-to-point (p2p.c): the mailbox made at init through rv; then n sends and receives of comm
  * progressed together to completion (one call outside a group, a group's batch at ringoGroupEnd);

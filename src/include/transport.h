@@ -41,7 +41,7 @@ struct ringo_link_params {
   void (*progress)(void* ctx);
 };
 
-enum { RINGO_CHANNEL_RING = 0, RINGO_CHANNEL_STAR = 1, RINGO_CHANNEL_P2P = 2 };
+enum { RINGO_CHANNEL_RING = 0, RINGO_CHANNEL_STAR = 1, RINGO_CHANNEL_P2P = 2, RINGO_CHANNEL_GATHER = 3 };
 
 struct ringo_transport {
   const char* name;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -210,9 +211,10 @@ ringoComm_t InitRing(MPI_Comm sub, const RingConfig& cfg, std::string* init_log 
   return comm;
 }
 
-// The largest input a case of cfg runs one-shot with: the board needs every rank on one real host.
+// The largest input a case of cfg runs one-shot with: on the board when every rank is on one real
+// host, on the gather path (all-reduce only, which is all LawBytes asks about) across fake hosts.
 size_t OneShotBytes(const RingConfig& cfg) {
-  if (!cfg.oneshot || cfg.transport || !cfg.hosts.empty()) return 0;
+  if (!cfg.oneshot || cfg.transport) return 0;
   return std::stoul(cfg.oneshot) << (std::string(cfg.oneshot).back() == 'K' ? 10 : 0);
 }
 
@@ -299,6 +301,9 @@ const RingConfig kRings[] = {
     {"shm3_oneshot", 3, nullptr, {}, "4K"},
     {"shm4_oneshot", 4, nullptr, {}, "4K"},
     {"shm8_oneshot", 8, nullptr, {}, "64K"},
+    {"hosts2x2_gather", 4, nullptr, {0, 1, 0, 1}, "4K"},
+    {"hosts1_2_3_gather", 6, nullptr, {2, 1, 2, 0, 1, 2}, "16K"},
+    {"hosts4x2_gather", 8, nullptr, {0, 1, 0, 1, 0, 1, 0, 1}, "64K"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Rings, MpiRingTest, testing::ValuesIn(kRings),
@@ -426,6 +431,62 @@ TEST(MpiRing, SliceBytesFollowTheRingAndTheRanksAgree) {
     });
 }
 
+// The gather path of rings that leave the host combines every input in the ring's own order, so
+// its bits equal the ring's: all-reduces of random floats of many magnitudes (sums that round),
+// every float type and op, on a ring (RINGO_ALGO=ring) and on the gather path (auto), compared
+// byte for byte on every rank; the counters show the gather path ran ((N-1)·D each way).
+std::vector<unsigned char> RandomFloats(ringoDataType_t t, size_t count, unsigned seed) {
+  const size_t es = ringo_cases::TypeSize(t);
+  std::vector<unsigned char> out(count * es);
+  for (size_t i = 0; i < count; i++) {
+    seed = seed * 1103515245u + 12345u;
+    const double v = (static_cast<int>(seed >> 8) % 2001 - 1000) / 7.0 * std::ldexp(1.0, static_cast<int>(seed >> 24) % 9 - 4);
+    const float f = static_cast<float>(v);
+    const uint16_t half = ringo_cases::FloatToHalf(f), bf = ringo_cases::FloatToBf16(f);
+    if (t == ringoFloat64) memcpy(&out[i * es], &v, 8);
+    else if (t == ringoFloat32) memcpy(&out[i * es], &f, 4);
+    else memcpy(&out[i * es], t == ringoFloat16 ? &half : &bf, 2);
+  }
+  return out;
+}
+
+void GatherBitsEqualRing(MPI_Comm sub, const RingConfig& cfg) {
+  const int n = cfg.n, r = CommRank(sub);
+  ringoComm_t ring = InitRing(sub, {cfg.name, n, nullptr, cfg.hosts});  // no threshold: RINGO_ALGO=ring
+  ringoComm_t gather = InitRing(sub, {cfg.name, n, nullptr, cfg.hosts, "64K"});
+  if (!ring || !gather) return;
+  int shown = 0;
+  for (ringoDataType_t t : {ringoFloat16, ringoFloat32, ringoFloat64, ringoBfloat16})
+    for (ringoRedOp_t op : {ringoSum, ringoProd, ringoMax, ringoMin, ringoAvg})
+      for (size_t count : {size_t{1}, static_cast<size_t>(n + 1), static_cast<size_t>(37 * n + 3)}) {
+        const size_t bytes = count * ringo_cases::TypeSize(t);
+        const std::vector<unsigned char> in = RandomFloats(t, count, 977u * static_cast<unsigned>(r) + count + 31u * t + op);
+        std::vector<unsigned char> a(bytes, 0xee), b(bytes, 0xdd);
+        ringoCommStats s0{}, s1{};
+        ringoCommGetStats(gather, &s0);
+        ASSERT_EQ(ringoAllReduce(in.data(), a.data(), count, t, op, ring, nullptr), ringoSuccess) << ringoGetLastError(ring);
+        ASSERT_EQ(ringoAllReduce(in.data(), b.data(), count, t, op, gather, nullptr), ringoSuccess)
+            << ringoGetLastError(gather);
+        ringoCommGetStats(gather, &s1);
+        EXPECT_EQ(s1.bytesSent - s0.bytesSent, (n - 1) * bytes) << cfg.name << ": the gather path did not run";
+        if (a != b && ++shown <= 5)
+          ADD_FAILURE() << cfg.name << " rank " << r << ": type " << t << " op " << op << " count " << count
+                        << ": the gather path's bytes differ from the ring's";
+      }
+  EXPECT_EQ(ringoCommDestroy(ring), ringoSuccess);
+  EXPECT_EQ(ringoCommDestroy(gather), ringoSuccess);
+}
+
+TEST(MpiRing, GatherPathBitsEqualTheRing) {
+  const RingConfig rings[] = {{"hosts2x2", 4, nullptr, {0, 1, 0, 1}}, {"hosts1_2_3", 6, nullptr, {2, 1, 2, 0, 1, 2}},
+                              {"hosts3", 3, nullptr, {0, 1, 2}}};
+  for (const RingConfig& cfg : rings) {
+    if (cfg.n > CommSize(MPI_COMM_WORLD)) continue;  // mpirun -np 8 runs them all
+    ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, cfg.n, [](int r) { return r; },
+                                 [&](MPI_Comm sub) { GatherBitsEqualRing(sub, cfg); });
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Point-to-point over every link kind: an all-to-all of grouped ringoSend/ringoRecv (links to
 // every peer made on first use: MPI between fake hosts, shm within one), an AllReduce on the same
@@ -469,21 +530,24 @@ TEST(MpiRing, GroupedSendRecvAllToAllOverEveryLinkKind) {
                                  [&](MPI_Comm sub) { PointToPoint(sub, cfg); });
 }
 
-// Rank 1 calls with another count: ranks 1 and 2 see the mismatch in the slice fingerprints, and
-// the others must learn it through the poisoned MPI links — every rank fails with the mismatch
-// (ringoInvalidUsage naming it), none waits out RINGO_TIMEOUT (20 s here: ringoTimeout).
+// Rank 1 calls with another count: its neighbours see the mismatch in the slice fingerprints, and
+// the others must learn it through the poisoned links — every rank fails with the mismatch
+// (ringoInvalidUsage naming it), none waits out RINGO_TIMEOUT (20 s here: ringoTimeout). On the
+// ring over MPI, and on the gather path (both counts under its threshold) across fake hosts.
 TEST(MpiRing, MismatchReachesEveryRankThroughPoisonedLinks) {
   if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  for (const RingConfig& cfg : {RingConfig{"mpi4", 4, "mpi", {}}, RingConfig{"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"}})
   ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
-    ringoComm_t comm = InitRing(sub, {"mpi4", 4, "mpi", {}});
+    ringoComm_t comm = InitRing(sub, cfg);
     if (!comm) return;
     const int r = CommRank(sub);
     std::vector<float> buf(1 << 18, 1.0f);
     const ringoResult_t res =
         ringoAllReduce(buf.data(), buf.data(), r == 1 ? 1000 : 1024, ringoFloat32, ringoSum, comm, nullptr);
     const std::string msg = ringoGetLastError(comm);
-    EXPECT_EQ(ringoInvalidUsage, res) << "rank " << r << ": " << ringo_mpi_test::ResultName(res) << ": " << msg;
-    EXPECT_NE(std::string::npos, msg.find("collective mismatch")) << "rank " << r << ": " << msg;
+    EXPECT_EQ(ringoInvalidUsage, res) << cfg.name << ", rank " << r << ": " << ringo_mpi_test::ResultName(res) << ": "
+                                      << msg;
+    EXPECT_NE(std::string::npos, msg.find("collective mismatch")) << cfg.name << ", rank " << r << ": " << msg;
     ringoCommDestroy(comm);
   });
 }
