@@ -182,6 +182,12 @@ int ringo_gather_max_blocks(int nranks) {
   return most;
 }
 
+/* Finishes the sends of c before a call returns where its transport moves them only in this rank's
+ * calls (MPI): see the end of run_ring. */
+static ringoResult_t finish_sends(const struct ringo_conn* c) {
+  return c->link && c->tp->sends_need_turns ? c->tp->flush(c->link) : ringoSuccess;
+}
+
 static int gather_fits(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   return comm->gather_bytes > 0 && op->coll == RINGO_COLL_ALLREDUCE && op->count > 0 &&
@@ -209,6 +215,7 @@ static ringoResult_t run_gather(const struct ringo_op* op) {
     RINGO_CHECK(conn_release(comm, &comm->gather_from[k], (size_t)m * bytes));
     read += (size_t)m * bytes;
   }
+  for (int k = 0; k < comm->gather_rounds; k++) RINGO_CHECK(finish_sends(&comm->gather_to[k]));
   const void* on_stack[64];
   const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a gathered all-reduce", comm->rank);
@@ -224,12 +231,14 @@ static ringoResult_t run_gather(const struct ringo_op* op) {
 }
 
 static ringoResult_t run_naive(const struct ringo_op* op) {
-  const size_t esize = ringo_type_size(op->type), slice = slice_elems(op->comm, op->type);
+  const ringoComm_t comm = op->comm;
+  const size_t esize = ringo_type_size(op->type), slice = slice_elems(comm, op->type);
   for (size_t j = 0; j < ringo_num_rounds(op->count, slice); j++) {
     size_t off, n;
     ringo_slice_range(op->count, slice, j, &off, &n);
     RINGO_CHECK(naive_slice(op, (const char*)op->sendbuff + off * esize, (char*)op->recvbuff + off * esize, n));
   }
+  for (int r = 0; r < comm->nranks; r++) RINGO_CHECK(finish_sends(&comm->star_to[r]));
   return ringoSuccess;
 }
 
@@ -336,9 +345,11 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
     if (op->phases && j + 1 == phase_end && phase + 1 < op->phases->n) op->phases->done(op->phases->ctx, phase);
   }
   /* A rank whose last step only sends (the head of a broadcast or reduce chain) waits until the
-   * next rank has taken everything, so it sees the error if that rank refused the data. */
+   * next rank has taken everything, so it sees the error if that rank refused the data. Over a link
+   * whose sends move only while this rank calls into it (MPI), every collective does, so that no
+   * rank on another host waits for this one's next call. */
   const enum ringo_prim last = steps[nsteps - 1].prim;
-  if (rounds > 0 && ringo_prim_sends(last))
+  if (rounds > 0 && (ringo_prim_sends(last) || comm->send.tp->sends_need_turns))
     RINGO_CHECK(comm->send.tp->flush(comm->send.link));
   return ringoSuccess;
 }

@@ -86,16 +86,6 @@ static int leaves_host(const ringoComm_t comm) {
   return 0;
 }
 
-/* The progress hook of a rank's link waits: MPI's where the communicator may have MPI links; none
- * otherwise, so a one-host job's waits still sleep. */
-static void (*link_progress(const ringoComm_t comm))(void*) {
-#ifdef RINGO_HAVE_MPI
-  if (leaves_host(comm)) return ringo_mpi_progress;
-#else
-  (void)comm;
-#endif
-  return NULL;
-}
 
 void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
   /* A gather link carries one message per collective, and a rank runs at most one collective ahead
@@ -108,7 +98,7 @@ void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struc
                                   .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
                                   .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6,
                                   .self_rank = comm->rank, .peer_rank = peer,
-                                  .ctx = comm->tctx, .channel = channel, .progress = link_progress(comm),
+                                  .ctx = comm->tctx, .channel = channel,
                                   .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0
                                                   ? comm->info[peer].pid : 0};
 }
@@ -330,11 +320,15 @@ static uint64_t oneshot_allowed(const ringoComm_t comm) {
 /* The slot size every rank uses (the schedule slices chunks by it, so the ranks must agree): the
  * smallest RINGO_SLICE_BYTES any rank set, with a warning where they differ; unset everywhere, the
  * default for where the ring goes. Every rank computes it from the same rank infos. */
-static size_t agreed_slice_bytes(const ringoComm_t comm) {
+static ringoResult_t agreed_slice_bytes(const ringoComm_t comm, size_t* out) {
   uint64_t least = 0, most = 0;
   int unset = 0;
   for (int r = 0; r < comm->nranks; r++) {
     const uint64_t s = comm->info[r].slice_bytes;
+    /* What env.c lets through: another process's word, never trusted to be a slice size. */
+    if (s != 0 && (s % 64 != 0 || s < 256 || s > ((uint64_t)64 << 20)))
+      return ringo_fail(ringoRemoteError, "rank %d reports a slice of %llu bytes (expected a multiple of 64 in "
+                        "[256, 64M])", r, (unsigned long long)s);
     if (s && (!least || s < least)) least = s;
     if (s > most) most = s;
     unset += s == 0;
@@ -342,8 +336,8 @@ static size_t agreed_slice_bytes(const ringoComm_t comm) {
   if (least && (least != most || unset) && comm->rank == 0)
     RINGO_WARN("ranks set RINGO_SLICE_BYTES differently (%llu .. %llu bytes%s): every rank uses %llu",
                (unsigned long long)least, (unsigned long long)most, unset ? ", or unset" : "", (unsigned long long)least);
-  if (least) return (size_t)least;
-  return leaves_host(comm) ? RINGO_SLICE_ACROSS_HOSTS : RINGO_SLICE_ONE_HOST;
+  *out = least ? (size_t)least : leaves_host(comm) ? RINGO_SLICE_ACROSS_HOSTS : RINGO_SLICE_ONE_HOST;
+  return ringoSuccess;
 }
 
 static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
@@ -358,7 +352,7 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   RINGO_CHECK(rv->allgather(rv->ctx, &mine, sizeof mine, comm->info));
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);
-  comm->slot_bytes = agreed_slice_bytes(comm);
+  RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes));
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
   if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));
   if (comm->nranks > 1) RINGO_CHECK(connect_gather(comm, rv));

@@ -45,6 +45,50 @@ Options short_timeout(double timeout_s) {
   return o;
 }
 
+// A peer whose rank info reports a slice size env.c would never let through (another process's
+// word: a bug or an attacker) fails the communicator's creation with ringoRemoteError naming it,
+// before any link is sized by it: a 64-byte slice held no element after its header (SIGFPE), a
+// 1-byte one wrapped the payload size (SIGSEGV). Rank 0 of 2 here, over a rendezvous (comm.h's
+// struct ringo_rendezvous, which C++ cannot include) that hands it its own info back as rank 1's
+// with the last field, the slice size, forged.
+extern "C" {
+struct RendezvousShim {
+  void* ctx;
+  ringoResult_t (*allgather)(void* ctx, const void* mine, size_t bytes, void* all);
+  ringoResult_t (*barrier)(void* ctx);
+};
+ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const RendezvousShim* rv, void* tctx,
+                                void (*tctx_free)(void*));
+}
+
+struct ForgedSlice {
+  uint64_t slice;
+  size_t info_bytes = 0;  // the rank info's size, as the first allgather saw it
+  static ringoResult_t Allgather(void* ctx, const void* mine, size_t bytes, void* all) {
+    auto* f = static_cast<ForgedSlice*>(ctx);
+    if (f->info_bytes == 0) f->info_bytes = bytes;
+    memcpy(all, mine, bytes);
+    memcpy(static_cast<char*>(all) + bytes, mine, bytes);
+    // host[256], pid, rank, oneshot_bytes, then slice_bytes: the first round's last 8 bytes.
+    if (bytes == 256 + 4 + 4 + 8 + 8) memcpy(static_cast<char*>(all) + 2 * bytes - 8, &f->slice, 8);
+    return ringoSuccess;
+  }
+  static ringoResult_t Barrier(void*) { return ringoSuccess; }
+};
+
+TEST(Failures, ForgedSliceSizeFromAPeerIsRefused) {
+  for (uint64_t slice : {uint64_t{1}, uint64_t{64}, uint64_t{4097}, uint64_t{1} << 40}) {
+    ForgedSlice forged{slice};
+    const RendezvousShim rv = {&forged, ForgedSlice::Allgather, ForgedSlice::Barrier};
+    ringoComm_t comm = nullptr;
+    EXPECT_EQ(ringo_comm_create(&comm, 2, 0, &rv, nullptr, nullptr), ringoRemoteError) << slice;
+    ASSERT_EQ(forged.info_bytes, 280u) << "struct ringo_rank_info changed: update this test's offsets";
+    EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("rank 1 reports a slice of"), std::string::npos)
+        << slice << ": " << ringoGetLastError(nullptr);
+    EXPECT_EQ(comm, nullptr);
+  }
+}
+
 }  // namespace
 
 // Rank 2 of 4 is SIGKILLed in the middle of a stream of all-reduces. Every other rank's call must

@@ -34,17 +34,16 @@ struct ringo_link_params {
   void* ctx;                   /* the transport's per-communicator context (mpi: struct ringo_mpi_ctx*) */
   int channel;                 /* which family of links (RINGO_CHANNEL_*): keeps MPI messages of a ring
                                   link, a star link and a point-to-point link between one pair apart */
-  /* Called with ctx between the polls of a wait that may last, or NULL. Another transport of this
-   * rank may move its bytes only while its owner calls into it: MPI over TCP pushes a posted send,
-   * or answers a peer's, only inside an MPI call. A rank that slept on its shm link with an MPI
-   * send still queued would leave the ring waiting on itself (ringo_mpi_progress). */
-  void (*progress)(void* ctx);
 };
 
 enum { RINGO_CHANNEL_RING = 0, RINGO_CHANNEL_STAR = 1, RINGO_CHANNEL_P2P = 2, RINGO_CHANNEL_GATHER = 3 };
 
 struct ringo_transport {
   const char* name;
+  /* 1: a posted send moves only while this rank calls into the transport (MPI over TCP), so the
+   * engine finishes a collective's sends (flush) before the call returns, rather than leave a
+   * receiver on another host waiting for this rank's next call. */
+  int sends_need_turns;
   /* Receiver end: allocate the FIFO and describe it in info (RINGO_LINK_INFO_BYTES). */
   ringoResult_t (*recv_setup)(const struct ringo_link_params* p, struct ringo_link** link, void* info);
   /* Sender end: attach to the FIFO the receiver described. */
@@ -102,12 +101,26 @@ extern const struct ringo_transport ringo_transport_mpi;
  * messages never match the user's), in which ringo rank r is MPI rank r. */
 ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** ctx);
 void ringo_mpi_ctx_free(void* ctx);
-/* One turn of MPI's progress engine on the context's communicator (an MPI_Iprobe), for the waits of
- * other links of the same rank (ringo_link_params.progress). */
-void ringo_mpi_progress(void* ctx);
 /* 1 when MPI runs at MPI_THREAD_MULTIPLE, so MPI links may be driven from another thread while
  * the user calls MPI (staged device collectives and device sends run on ringo's proxy thread). */
 int ringo_mpi_links_thread_safe(void);
+#endif
+
+/* Process-wide turns for MPI. While an MPI link lives in this process, every wait of ringo (a shm
+ * link, the board, the point-to-point engine) gives MPI a turn each round and naps briefly rather
+ * than sleep: over TCP a posted MPI send, of any communicator, moves only while its rank calls into
+ * MPI, and the rank it is for may be the one this rank waits on (a ring with two ranks per host
+ * waited on itself until RINGO_TIMEOUT). tctx is the waiting communicator's transport context: the
+ * turns are taken in waits of communicators made with ringoCommInitMPI (whose calls may call MPI),
+ * or in any wait once MPI runs at MPI_THREAD_MULTIPLE; never from other threads' waits at a lower
+ * level, where they could call MPI beside the user's own calls. ringo_net_waiting: 1 when turns are
+ * taken. */
+#ifdef RINGO_HAVE_MPI
+int ringo_net_waiting(const void* tctx);
+void ringo_net_progress(const void* tctx);
+#else
+static inline int ringo_net_waiting(const void* tctx) { (void)tctx; return 0; }
+static inline void ringo_net_progress(const void* tctx) { (void)tctx; }
 #endif
 
 #ifdef __cplusplus

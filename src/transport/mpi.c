@@ -75,11 +75,24 @@ ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** out) {
   return ringoSuccess;
 }
 
-void ringo_mpi_progress(void* p) {
-  struct ringo_mpi_ctx* c = p;
-  int flag = 0;
-  /* Nothing is received: the probe only lets MPI move whatever this process has in flight. */
-  if (c != NULL) (void)MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->comm, &flag, MPI_STATUS_IGNORE);
+/* MPI links alive in this process (links made minus closed): while there are any, waits give MPI turns. */
+static atomic_int live_links;
+
+int ringo_net_waiting(const void* tctx) {
+  if (atomic_load_explicit(&live_links, memory_order_relaxed) == 0) return 0;
+  if (tctx) return 1;
+  int provided = MPI_THREAD_SINGLE; /* MPI is initialised: a link lives */
+  MPI_Query_thread(&provided);
+  return provided == MPI_THREAD_MULTIPLE;
+}
+
+void ringo_net_progress(const void* tctx) {
+  if (!ringo_net_waiting(tctx)) return;
+  int finalized = 0, flag = 0;
+  MPI_Finalized(&finalized);
+  /* Nothing is received: a probe on MPI_COMM_SELF, where ringo sends nothing, only lets MPI move
+   * whatever this process has in flight, on any communicator. */
+  if (!finalized) (void)MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
 }
 
 int ringo_mpi_links_thread_safe(void) {
@@ -130,6 +143,7 @@ static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, st
   l->tag = MPI_LINK_TAG + p->channel;
   for (int i = 0; i < p->nslots; i++) l->reqs[i] = MPI_REQUEST_NULL;
   l->poison_req = MPI_REQUEST_NULL;
+  atomic_fetch_add_explicit(&live_links, 1, memory_order_relaxed);
   *out = l;
   return ringoSuccess;
 }
@@ -182,6 +196,7 @@ static void sweep_parked(void) {
 
 static void mpi_close(struct ringo_link* l) {
   if (!l) return;
+  atomic_fetch_sub_explicit(&live_links, 1, memory_order_relaxed);
   int finalized = 0, pending = 0;
   MPI_Finalized(&finalized);
   if (finalized) { /* no MPI call is allowed: what MPI held is the exiting process's */
@@ -388,6 +403,7 @@ static ringoResult_t mpi_flush(struct ringo_link* l) {
 
 const struct ringo_transport ringo_transport_mpi = {
     .name = "mpi",
+    .sends_need_turns = 1,
     .recv_setup = mpi_recv_setup,
     .send_connect = mpi_send_connect,
     .setup_done = mpi_setup_done,

@@ -40,7 +40,7 @@
 #define SHM_MAX_SLOT_BYTES ((uint64_t)1 << 32)
 #define SHM_YIELDS 4           /* sched_yield rounds between spinning and sleeping */
 #define SHM_SLEEP_NS 5000000L   /* one futex sleep: short, so every condition is re-checked */
-#define SHM_PROGRESS_SLEEP_NS 20000L /* the same with a progress hook: another transport needs turns */
+#define SHM_NET_SLEEP_NS 20000L /* the same while MPI links live: MPI needs turns (transport.h) */
 #define SHM_LIVENESS_S 0.1      /* how often a sleeper asks whether its peer still exists */
 
 _Static_assert(sizeof(atomic_uint) == 4, "futex words are 32 bits");
@@ -99,8 +99,7 @@ struct ringo_link {
   double yield_s;         /* how long a waiter yields before it sleeps */
   int spin;
   const atomic_int* abort_flag;
-  void (*progress)(void* ctx); /* from the params: called between polls (another transport's turn) */
-  void* progress_ctx;
+  const void* net_ctx;    /* the communicator's transport context: whether its waits give MPI turns */
   int self_rank, peer_rank;
   int peer_pid;           /* from the params: whom to ask before the peer has attached (0: nobody) */
   char name[SHM_NAME_BYTES];
@@ -157,8 +156,7 @@ static struct ringo_link* link_new(const struct ringo_link_params* p, int is_rec
   l->spin = p->spin > 0 ? p->spin : 0;
   l->yield_s = p->yield_s > 0 ? p->yield_s : 0;
   l->abort_flag = p->abort_flag;
-  l->progress = p->progress;
-  l->progress_ctx = p->ctx;
+  l->net_ctx = p->ctx;
   l->self_rank = p->self_rank;
   l->peer_rank = p->peer_rank;
   l->peer_pid = p->peer_pid;
@@ -436,9 +434,8 @@ static void shm_discard(const void* info) {
  * waiter polls `spin` times, then yields the CPU for yield_s (RINGO_YIELD_US) and at least
  * SHM_YIELDS times (ranks may outnumber cores; a slice's wait is usually shorter than that) —
  * unless ringo_yield finds that yielding hands the core to a stranger for a whole slice —
- * then sleeps on the peer's counter word in short futex waits. Where the rank also has MPI links
- * (the params' progress hook), every round gives MPI a turn and the sleeps are 20 us: over TCP a
- * posted MPI send moves only inside an MPI call, and its receiver may be what this link waits on.
+ * then sleeps on the peer's counter word in short futex waits. While MPI links live in this
+ * process, every round gives MPI a turn and the sleeps are 20 us (transport.h says why).
  * Before sleeping it raises its
  * flag and re-reads the counter; the peer stores its counter and then reads the flag. All four
  * accesses are sequentially consistent, so they fall in one total order and at least one side
@@ -521,12 +518,12 @@ static ringoResult_t wait_slow(struct ringo_link* l, atomic_uint* word, atomic_u
     if (ready != 0) return ready > 0 ? ringoSuccess : corrupt(l, v);
     double now = ringo_now();
     RINGO_CHECK(check_wait(l, now, start, &next_alive));
-    if (l->progress) l->progress(l->progress_ctx);
+    ringo_net_progress(l->net_ctx);
     if ((round < SHM_YIELDS || now - start < l->yield_s) && ringo_yield()) continue;
     atomic_store_explicit(my_flag, 1, memory_order_seq_cst);
     v = atomic_load_explicit(word, memory_order_seq_cst);
     if (peer_ready(l, v) == 0) {
-      const long nap = l->progress ? SHM_PROGRESS_SLEEP_NS : SHM_SLEEP_NS;
+      const long nap = ringo_net_waiting(l->net_ctx) ? SHM_NET_SLEEP_NS : SHM_SLEEP_NS;
       double left = start + l->timeout_s - now;
       long ns = left < nap * 1e-9 ? (long)(left * 1e9) + 1 : nap;
       futex_wait(word, v, ns);

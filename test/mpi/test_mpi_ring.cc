@@ -488,6 +488,127 @@ TEST(MpiRing, GatherPathBitsEqualTheRing) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// MPI's turns. Over TCP (make test's second run of this suite) a posted MPI send moves only while its
+// rank calls into MPI. A rank must not leave a collective with its MPI sends in flight, nor wait on
+// anything (a shm link, another communicator, the point-to-point engine) without giving MPI turns:
+// each test below hung until RINGO_TIMEOUT before, over TCP; with shared memory they pass either way.
+
+// Waits, calling neither MPI nor ringo, until all n ranks have touched their file under tag; false
+// after 10 s. Stands for whatever else a program does between calls (Gloo's sockets, compute).
+bool MeetOutsideMpi(const std::string& tag, int n, int r) {
+  const std::string mine = tag + "-" + std::to_string(r);
+  FILE* f = fopen(mine.c_str(), "w");
+  if (f) fclose(f);
+  for (int waited_ms = 0; waited_ms < 10000; waited_ms++) {
+    int there = 0;
+    for (int q = 0; q < n; q++) there += access((tag + "-" + std::to_string(q)).c_str(), F_OK) == 0;
+    if (there == n) return true;
+    usleep(1000);
+  }
+  return false;
+}
+
+std::string MeetingTag(MPI_Comm sub, const char* what) {
+  int64_t id = getpid();
+  MPI_Bcast(&id, 1, MPI_INT64_T, 0, sub);
+  return "/dev/shm/ringo-test-" + std::string(what) + "-" + std::to_string(id);
+}
+
+TEST(MpiTurns, ACollectiveLeavesNoMpiSendBehind) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  // The ring (512 KiB and 4 MiB) and the gather path (16 KiB): each ends with MPI sends to the other host.
+  const std::pair<RingConfig, size_t> runs[] = {{{"hosts2x2", 4, nullptr, {0, 0, 1, 1}}, 131072},
+                                                 {{"hosts2x2", 4, nullptr, {0, 0, 1, 1}}, size_t{1} << 20},
+                                                 {{"hosts2x2", 4, nullptr, {0, 0, 1, 1}, "64K"}, 4096}};
+  for (const auto& [cfg, count] : runs)
+    ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+      ringoComm_t comm = InitRing(sub, cfg);
+      if (!comm) return;
+      const int r = CommRank(sub);
+      const std::string tag = MeetingTag(sub, cfg.oneshot ? "gather" : "ring");
+      std::vector<float> buf(count, float(r + 1));
+      EXPECT_EQ(ringoAllReduce(buf.data(), buf.data(), count, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess)
+          << ringoGetLastError(comm);
+      EXPECT_TRUE(MeetOutsideMpi(tag, 4, r)) << "rank " << r << ", " << count << " floats: a rank still waited for "
+                                             << "a peer's MPI send";
+      EXPECT_EQ(buf[count - 1], 10.0f);
+      ringo_mpi_test::SleepyBarrier(sub);
+      unlink((tag + "-" + std::to_string(r)).c_str());
+      EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    });
+}
+
+// Ranks 0 and 1 on one host, 2 and 3 on the other. Rank 1's group sends to rank 2 and then receives
+// from rank 0; rank 2 forwards what it got to rank 0, which sends twice to rank 1 once that arrived.
+// Rank 1 waits in the point-to-point engine on its shm link from rank 0 while its MPI send to rank 2
+// needs turns.
+TEST(MpiTurns, PointToPointEngineGivesMpiTurns) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+    ringoComm_t comm = InitRing(sub, {"hosts2x2", 4, nullptr, {0, 0, 1, 1}});
+    if (!comm) return;
+    const int r = CommRank(sub);
+    const size_t count = 100000;  // 400 KB: far above Open MPI's eager limit
+    std::vector<int32_t> a(count), b(count, -1), c(count, -1);
+    for (size_t i = 0; i < count; i++) a[i] = static_cast<int32_t>(i * 7 + 1);
+    if (r == 1) {
+      ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+      EXPECT_EQ(ringoSend(a.data(), count, ringoInt32, 2, comm, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoRecv(b.data(), count, ringoInt32, 0, comm, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoRecv(c.data(), count, ringoInt32, 0, comm, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(comm);
+      EXPECT_TRUE(b == a && c == a) << "rank 1 got the wrong bytes from rank 0";
+    } else if (r == 2) {
+      EXPECT_EQ(ringoRecv(b.data(), count, ringoInt32, 1, comm, nullptr), ringoSuccess) << ringoGetLastError(comm);
+      EXPECT_EQ(ringoSend(b.data(), count, ringoInt32, 0, comm, nullptr), ringoSuccess) << ringoGetLastError(comm);
+    } else if (r == 0) {
+      EXPECT_EQ(ringoRecv(b.data(), count, ringoInt32, 2, comm, nullptr), ringoSuccess) << ringoGetLastError(comm);
+      ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+      EXPECT_EQ(ringoSend(b.data(), count, ringoInt32, 1, comm, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoSend(b.data(), count, ringoInt32, 1, comm, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(comm);
+    }
+    ringo_mpi_test::SleepyBarrier(sub);
+    EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  });
+}
+
+// Two communicators: the world of two (fake) hosts, and each host's own (shared memory only). Rank
+// 1 sends to rank 2 on the world, rank 2 forwards to rank 0, and ranks 0 and 1 all-reduce on their
+// host's communicator: rank 1 waits there on shm for rank 0, which waits for rank 2, which waits
+// for rank 1's MPI send.
+TEST(MpiTurns, AnotherCommunicatorsWaitsGiveMpiTurns) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+    const int r = CommRank(sub), host = r / 2;
+    ringoComm_t world = InitRing(sub, {"hosts2x2", 4, nullptr, {0, 0, 1, 1}});
+    MPI_Comm local_mpi;
+    MPI_Comm_split(sub, host, r, &local_mpi);
+    ringoComm_t local = InitRing(local_mpi, {"local", 2, nullptr, {}});
+    if (!world || !local) return;
+    const size_t count = 100000;
+    std::vector<int32_t> a(count, r + 1), b(count, -1);
+    if (r == 1) {
+      EXPECT_EQ(ringoSend(a.data(), count, ringoInt32, 2, world, nullptr), ringoSuccess);
+    } else if (r == 2) {
+      EXPECT_EQ(ringoRecv(b.data(), count, ringoInt32, 1, world, nullptr), ringoSuccess) << ringoGetLastError(world);
+      EXPECT_EQ(ringoSend(b.data(), count, ringoInt32, 0, world, nullptr), ringoSuccess);
+    } else if (r == 0) {
+      EXPECT_EQ(ringoRecv(b.data(), count, ringoInt32, 2, world, nullptr), ringoSuccess) << ringoGetLastError(world);
+      EXPECT_EQ(b[count - 1], 2) << "rank 0 got rank 1's bytes through rank 2";
+    }
+    int64_t mine = r + 1, sum = 0;
+    EXPECT_EQ(ringoAllReduce(&mine, &sum, 1, ringoInt64, ringoSum, local, nullptr), ringoSuccess)
+        << ringoGetLastError(local);
+    EXPECT_EQ(sum, host == 0 ? 3 : 7);
+    ringo_mpi_test::SleepyBarrier(sub);
+    EXPECT_EQ(ringoCommDestroy(local), ringoSuccess);
+    EXPECT_EQ(ringoCommDestroy(world), ringoSuccess);
+    MPI_Comm_free(&local_mpi);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Point-to-point over every link kind: an all-to-all of grouped ringoSend/ringoRecv (links to
 // every peer made on first use: MPI between fake hosts, shm within one), an AllReduce on the same
 // communicator in between, and the all-to-all again over the links made the first time.
