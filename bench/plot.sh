@@ -1,6 +1,6 @@
 #!/bin/sh
-# plot.sh — runs ringo-bench and draws $BUILD/plots/busbw.png (busbw vs size: ringo, Open MPI, the
-# naive gather-to-root baseline, the memory bound) and bytes_per_rank.png (bytes sent by the busiest
+# plot.sh — runs ringo-bench and draws $BUILD/plots/busbw.png (busbw vs size: ringo, Open MPI, Gloo,
+# the naive gather-to-root baseline, the memory bound) and bytes_per_rank.png (bytes sent by the busiest
 # rank vs N: ring vs naive, both measured by the counters),
 # copied to docs/img/. Needs a built $BUILD/bin/ringo-bench; installs gnuplot-nox and jq when missing. Run: make plot.
 set -eu
@@ -58,11 +58,23 @@ for np in $NPS; do
   naive=$OUT/busbw_naive_np$np.json
   say "busbw, $np forked ranks, --algo naive -> $naive"
   "$BIN" -N "$np" -b 1K -e "$MAXBYTES" -f 4 --algo naive -J "$naive" >"$OUT/busbw_naive_np$np.txt"
-  # size, ringo busbw, Open MPI busbw, the bound's busbw (busbw / fraction of the bound reached), naive busbw.
+  # Gloo beside ringo in forked ranks (its own run: a bench compares one library at a time); no
+  # curve when the bench was built without Gloo.
+  gloo=$OUT/busbw_gloo_np$np.json
+  if "$BIN" -N "$np" -b 1K -e "$MAXBYTES" -f 4 --algo ring --compare gloo -J "$gloo" >"$OUT/busbw_gloo_np$np.txt" 2>&1; then
+    say "busbw, $np forked ranks, beside Gloo -> $gloo"
+  else
+    say "no Gloo curve: $(tail -n 1 "$OUT/busbw_gloo_np$np.txt")"
+    echo '{"rows": []}' >"$gloo"
+  fi
+  # size, ringo busbw, Open MPI busbw, the bound's busbw (busbw / fraction of the bound reached), naive
+  # busbw, Gloo busbw.
   jq -r '.rows[] | [.size, .oop_busbw, (.mpi_oop_busbw // "NaN"),
            (if (.bound_frac // 0) > 0 then .oop_busbw / .bound_frac else "NaN" end)] | @tsv' \
     "$json" >"$OUT/busbw_np$np.ring"
-  jq -r '.rows[] | [.oop_busbw] | @tsv' "$naive" | paste "$OUT/busbw_np$np.ring" - >"$OUT/busbw_np$np.dat"
+  jq -r '.rows[] | [.oop_busbw] | @tsv' "$naive" | paste "$OUT/busbw_np$np.ring" - >"$OUT/busbw_np$np.naive"
+  jq -r --slurpfile g "$gloo" '.rows[] | .size as $s | [([$g[0].rows[] | select(.size == $s) | .gloo_oop_busbw][0] // "NaN")] | @tsv' \
+    "$json" | paste "$OUT/busbw_np$np.naive" - >"$OUT/busbw_np$np.dat"
 done
 
 : >"$OUT/bytes_per_rank.dat"
@@ -85,6 +97,7 @@ for np in $NPS; do
 set title '$np ranks (one host, host memory)'
 plot '$OUT/busbw_np$np.dat' using 1:2 with linespoints pt 7 lw 2 title 'ringo (ring)', \\
      '' using 1:3 with linespoints pt 5 lw 2 title 'Open MPI MPI\\_Allreduce', \\
+     '' using 1:6 with linespoints pt 11 lw 2 title 'Gloo gloo::allreduce (TCP, forked ranks)', \\
      '' using 1:5 with linespoints pt 9 lw 2 title 'naive: gather to rank 0, send back (measured)', \\
      '' using 1:4 with lines dt 3 lw 2 lc rgb 'black' title 'memory-bandwidth bound (--bound, c = a + b)'"
 done
