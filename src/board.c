@@ -267,7 +267,7 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
     if (reached(w, memory_order_acquire)) return ringoSuccess;
     const double now = ringo_now();
     RINGO_CHECK(check_wait(comm, w, now, start, &next_alive));
-    ringo_net_progress(comm->tctx); /* another communicator's MPI sends may be what a peer waits for */
+    ringo_net_progress(0); /* another communicator's MPI sends may be what a peer waits for */
     if ((round < 4 || now - begun < yield_s) && ringo_yield()) continue;
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
     const uint32_t v = atomic_load_explicit(&h->bell, memory_order_seq_cst);
@@ -275,7 +275,7 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
      * load here could still miss a store the ringer made before it saw no sleeper. */
     if (!reached(w, memory_order_seq_cst) && atomic_load_explicit(&h->poisoned, memory_order_seq_cst) != 1) {
       const double left = start + comm->env.timeout_s - now;
-      const long nap = ringo_net_waiting(comm->tctx) ? BOARD_NET_SLEEP_NS : BOARD_SLEEP_NS;
+      const long nap = ringo_net_waiting(0) ? BOARD_NET_SLEEP_NS : BOARD_SLEEP_NS;
       const long ns = left < nap * 1e-9 ? (long)(left * 1e9) + 1 : nap;
       const struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
       syscall(SYS_futex, (void*)&h->bell, FUTEX_WAIT, v, &ts, NULL, 0);

@@ -194,28 +194,51 @@ static int gather_fits(const struct ringo_op* op) {
          op->count * ringo_type_size(op->type) <= comm->gather_bytes;
 }
 
+/* Says where a gather-path all-reduce failed, as step_failed does for the ring's steps. */
+static ringoResult_t gather_failed(const struct ringo_op* op, ringoResult_t res, int round) {
+  char what[768], fp[160];
+  snprintf(what, sizeof what, "%s", ringo_thread_last_error());
+  if (strstr(what, " [in ringo") != NULL) return res;
+  ringo_coll_describe(op, fp, sizeof fp);
+  return ringo_annotate(res, "%s [in %s, gather path round %d of rank %d (ring position %d)]", what, fp, round,
+                        op->comm->rank, op->comm->pos);
+}
+
+/* One round of the gather path: pass m inputs from ring position pos on to pos - d, take as many
+ * from pos + d. */
+static ringoResult_t gather_round(const struct ringo_op* op, int k, int d, int m, size_t bytes) {
+  const ringoComm_t comm = op->comm;
+  const int n = comm->nranks, pos = comm->pos;
+  char* blocks = comm->gather_buf; /* input of ring position p at p·bytes */
+  void* out;
+  const void* got;
+  RINGO_CHECK(conn_send(op, &comm->gather_to[k], &out));
+  for (int i = 0; i < m; i++) memcpy((char*)out + (size_t)i * bytes, blocks + (size_t)ringo_mod(pos + i, n) * bytes, bytes);
+  RINGO_CHECK(conn_post(comm, &comm->gather_to[k], (size_t)m * bytes));
+  RINGO_CHECK(conn_recv(op, &comm->gather_from[k], (size_t)m * bytes, &got));
+  for (int i = 0; i < m; i++)
+    memcpy(blocks + (size_t)ringo_mod(pos + d + i, n) * bytes, (const char*)got + (size_t)i * bytes, bytes);
+  return conn_release(comm, &comm->gather_from[k], (size_t)m * bytes);
+}
+
 static ringoResult_t run_gather(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks, pos = comm->pos;
   const size_t bytes = op->count * ringo_type_size(op->type);
   const double t0 = comm->trace ? ringo_now() : 0;
-  char* blocks = comm->gather_buf; /* input of ring position p at p·bytes */
+  char* blocks = comm->gather_buf;
   memcpy(blocks + (size_t)pos * bytes, op->sendbuff, bytes);
   size_t read = 0;
   for (int k = 0, d = 1; k < comm->gather_rounds; k++, d <<= 1) {
     const int m = d < n - d ? d : n - d; /* inputs that cross this round */
-    void* out;
-    const void* got;
-    RINGO_CHECK(conn_send(op, &comm->gather_to[k], &out));
-    for (int i = 0; i < m; i++) memcpy((char*)out + (size_t)i * bytes, blocks + (size_t)ringo_mod(pos + i, n) * bytes, bytes);
-    RINGO_CHECK(conn_post(comm, &comm->gather_to[k], (size_t)m * bytes));
-    RINGO_CHECK(conn_recv(op, &comm->gather_from[k], (size_t)m * bytes, &got));
-    for (int i = 0; i < m; i++)
-      memcpy(blocks + (size_t)ringo_mod(pos + d + i, n) * bytes, (const char*)got + (size_t)i * bytes, bytes);
-    RINGO_CHECK(conn_release(comm, &comm->gather_from[k], (size_t)m * bytes));
+    const ringoResult_t res = gather_round(op, k, d, m, bytes);
+    if (res != ringoSuccess) return gather_failed(op, res, k);
     read += (size_t)m * bytes;
   }
-  for (int k = 0; k < comm->gather_rounds; k++) RINGO_CHECK(finish_sends(&comm->gather_to[k]));
+  for (int k = 0; k < comm->gather_rounds; k++) {
+    const ringoResult_t res = finish_sends(&comm->gather_to[k]);
+    if (res != ringoSuccess) return gather_failed(op, res, k);
+  }
   const void* on_stack[64];
   const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a gathered all-reduce", comm->rank);

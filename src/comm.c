@@ -89,16 +89,13 @@ static int leaves_host(const ringoComm_t comm) {
 
 void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
   /* A gather link carries one message per collective, and a rank runs at most one collective ahead
-   * of a peer before it waits for it: two slots of the largest message. */
+   * of a peer before it waits for it: two slots (connect_gather sizes them for their round). */
   const int gather = channel == RINGO_CHANNEL_GATHER;
-  *p = (struct ringo_link_params){.slot_bytes = gather ? RINGO_FINGERPRINT_BYTES + (size_t)ringo_gather_max_blocks(
-                                                             comm->nranks) * comm->gather_bytes
-                                                       : comm->slot_bytes,
-                                  .nslots = gather ? 2 : comm->env.nslots,
+  *p = (struct ringo_link_params){.slot_bytes = comm->slot_bytes, .nslots = gather ? 2 : comm->env.nslots,
                                   .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
                                   .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6,
                                   .self_rank = comm->rank, .peer_rank = peer,
-                                  .ctx = comm->tctx, .channel = channel,
+                                  .ctx = comm->tctx, .channel = channel, .net_turns = comm->net_turns,
                                   .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0
                                                   ? comm->info[peer].pid : 0};
 }
@@ -112,6 +109,13 @@ static void log_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
                              info[comm->ring[p]].host);
   RINGO_INFO(RINGO_LOG_INIT, "ring of %d: %s -> back to %d; %zu-byte slots x %d", comm->nranks, line,
              comm->ring[0], comm->slot_bytes, comm->env.nslots);
+}
+
+/* The slot of a gather link of round k (its plan's slot): the fingerprint and the inputs that
+ * cross in that round, min(2^k, N - 2^k). */
+static size_t gather_slot_bytes(const ringoComm_t comm, int k) {
+  const int d = 1 << k, m = d < comm->nranks - d ? d : comm->nranks - d;
+  return RINGO_FINGERPRINT_BYTES + (size_t)m * comm->gather_bytes;
 }
 
 /* One directed link this rank is an end of: data flows from rank `from` to rank `to`. The
@@ -137,6 +141,7 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
     res = ringo_comm_pick_transport(comm, peer, &l->conn->tp);
     l->conn->peer = peer;
     ringo_comm_link_params(comm, peer, channel, &p);
+    if (channel == RINGO_CHANNEL_GATHER) p.slot_bytes = gather_slot_bytes(comm, l->slot);
     if (res == ringoSuccess && l->to == comm->rank)
       res = l->conn->tp->recv_setup(&p, &l->conn->link, mine + (size_t)l->slot * RINGO_LINK_INFO_BYTES);
   }
@@ -144,6 +149,7 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
   for (int i = 0; res == ringoSuccess && i < nplans; i++) {
     const struct link_plan* l = &plans[i];
     ringo_comm_link_params(comm, l->to, channel, &p);
+    if (channel == RINGO_CHANNEL_GATHER) p.slot_bytes = gather_slot_bytes(comm, l->slot);
     if (l->from == comm->rank)
       res = l->conn->tp->send_connect(&p, all + (size_t)l->to * block + (size_t)l->slot * RINGO_LINK_INFO_BYTES,
                                       &l->conn->link);
@@ -352,6 +358,7 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   RINGO_CHECK(rv->allgather(rv->ctx, &mine, sizeof mine, comm->info));
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);
+  comm->net_turns = leaves_host(comm);
   RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes));
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
   if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));

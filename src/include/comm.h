@@ -65,6 +65,7 @@ struct ringoComm {
   struct ringo_device* device;  /* the CUDA side (device.c), or NULL */
   int ready;                    /* init finished (an init queued in a group is not ready before ringoGroupEnd) */
   void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */
+  int net_turns;                /* it has MPI and spans hosts: it has MPI links (transport.h, MPI's turns) */
   void (*tctx_free)(void*);
   atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
   atomic_int inflight;          /* collectives running now (Abort waits for them to leave) */

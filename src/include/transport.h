@@ -34,6 +34,8 @@ struct ringo_link_params {
   void* ctx;                   /* the transport's per-communicator context (mpi: struct ringo_mpi_ctx*) */
   int channel;                 /* which family of links (RINGO_CHANNEL_*): keeps MPI messages of a ring
                                   link, a star link and a point-to-point link between one pair apart */
+  int net_turns;               /* the communicator has MPI links, so its calls already call MPI on this
+                                  thread: its waits may give MPI turns (ringo_net_progress) */
 };
 
 enum { RINGO_CHANNEL_RING = 0, RINGO_CHANNEL_STAR = 1, RINGO_CHANNEL_P2P = 2, RINGO_CHANNEL_GATHER = 3 };
@@ -110,17 +112,16 @@ int ringo_mpi_links_thread_safe(void);
  * link, the board, the point-to-point engine) gives MPI a turn each round and naps briefly rather
  * than sleep: over TCP a posted MPI send, of any communicator, moves only while its rank calls into
  * MPI, and the rank it is for may be the one this rank waits on (a ring with two ranks per host
- * waited on itself until RINGO_TIMEOUT). tctx is the waiting communicator's transport context: the
- * turns are taken in waits of communicators made with ringoCommInitMPI (whose calls may call MPI),
- * or in any wait once MPI runs at MPI_THREAD_MULTIPLE; never from other threads' waits at a lower
- * level, where they could call MPI beside the user's own calls. ringo_net_waiting: 1 when turns are
- * taken. */
+ * waited on itself until RINGO_TIMEOUT). own: the waiting communicator has MPI links itself, so its
+ * call already calls MPI on this thread. Below MPI_THREAD_MULTIPLE only such waits take turns: any
+ * other could call MPI beside another thread's MPI call (the user's, a group's other communicator,
+ * the DDP thread). At MPI_THREAD_MULTIPLE every wait does. ringo_net_waiting: 1 when turns are taken. */
 #ifdef RINGO_HAVE_MPI
-int ringo_net_waiting(const void* tctx);
-void ringo_net_progress(const void* tctx);
+int ringo_net_waiting(int own);
+void ringo_net_progress(int own);
 #else
-static inline int ringo_net_waiting(const void* tctx) { (void)tctx; return 0; }
-static inline void ringo_net_progress(const void* tctx) { (void)tctx; }
+static inline int ringo_net_waiting(int own) { (void)own; return 0; }
+static inline void ringo_net_progress(int own) { (void)own; }
 #endif
 
 #ifdef __cplusplus

@@ -75,19 +75,18 @@ ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** out) {
   return ringoSuccess;
 }
 
-/* MPI links alive in this process (links made minus closed): while there are any, waits give MPI turns. */
-static atomic_int live_links;
+/* MPI links alive in this process (links made minus closed): while there are any, waits give MPI
+ * turns. thread_multiple: MPI's thread level, read when a link is made (MPI is initialised then;
+ * later, MPI_Finalize may have run, after which even MPI_Query_thread aborts the process). */
+static atomic_int live_links, thread_multiple;
 
-int ringo_net_waiting(const void* tctx) {
+int ringo_net_waiting(int own) {
   if (atomic_load_explicit(&live_links, memory_order_relaxed) == 0) return 0;
-  if (tctx) return 1;
-  int provided = MPI_THREAD_SINGLE; /* MPI is initialised: a link lives */
-  MPI_Query_thread(&provided);
-  return provided == MPI_THREAD_MULTIPLE;
+  return own || atomic_load_explicit(&thread_multiple, memory_order_relaxed);
 }
 
-void ringo_net_progress(const void* tctx) {
-  if (!ringo_net_waiting(tctx)) return;
+void ringo_net_progress(int own) {
+  if (!ringo_net_waiting(own)) return;
   int finalized = 0, flag = 0;
   MPI_Finalized(&finalized);
   /* Nothing is received: a probe on MPI_COMM_SELF, where ringo sends nothing, only lets MPI move
@@ -143,6 +142,9 @@ static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, st
   l->tag = MPI_LINK_TAG + p->channel;
   for (int i = 0; i < p->nslots; i++) l->reqs[i] = MPI_REQUEST_NULL;
   l->poison_req = MPI_REQUEST_NULL;
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  atomic_store_explicit(&thread_multiple, provided == MPI_THREAD_MULTIPLE, memory_order_relaxed);
   atomic_fetch_add_explicit(&live_links, 1, memory_order_relaxed);
   *out = l;
   return ringoSuccess;

@@ -99,7 +99,7 @@ struct ringo_link {
   double yield_s;         /* how long a waiter yields before it sleeps */
   int spin;
   const atomic_int* abort_flag;
-  const void* net_ctx;    /* the communicator's transport context: whether its waits give MPI turns */
+  int net_turns;          /* from the params: this rank's calls on the link's communicator call MPI */
   int self_rank, peer_rank;
   int peer_pid;           /* from the params: whom to ask before the peer has attached (0: nobody) */
   char name[SHM_NAME_BYTES];
@@ -156,7 +156,7 @@ static struct ringo_link* link_new(const struct ringo_link_params* p, int is_rec
   l->spin = p->spin > 0 ? p->spin : 0;
   l->yield_s = p->yield_s > 0 ? p->yield_s : 0;
   l->abort_flag = p->abort_flag;
-  l->net_ctx = p->ctx;
+  l->net_turns = p->net_turns;
   l->self_rank = p->self_rank;
   l->peer_rank = p->peer_rank;
   l->peer_pid = p->peer_pid;
@@ -518,12 +518,12 @@ static ringoResult_t wait_slow(struct ringo_link* l, atomic_uint* word, atomic_u
     if (ready != 0) return ready > 0 ? ringoSuccess : corrupt(l, v);
     double now = ringo_now();
     RINGO_CHECK(check_wait(l, now, start, &next_alive));
-    ringo_net_progress(l->net_ctx);
+    ringo_net_progress(l->net_turns);
     if ((round < SHM_YIELDS || now - start < l->yield_s) && ringo_yield()) continue;
     atomic_store_explicit(my_flag, 1, memory_order_seq_cst);
     v = atomic_load_explicit(word, memory_order_seq_cst);
     if (peer_ready(l, v) == 0) {
-      const long nap = ringo_net_waiting(l->net_ctx) ? SHM_NET_SLEEP_NS : SHM_SLEEP_NS;
+      const long nap = ringo_net_waiting(l->net_turns) ? SHM_NET_SLEEP_NS : SHM_SLEEP_NS;
       double left = start + l->timeout_s - now;
       long ns = left < nap * 1e-9 ? (long)(left * 1e9) + 1 : nap;
       futex_wait(word, v, ns);

@@ -492,6 +492,8 @@ TEST(MpiRing, GatherPathBitsEqualTheRing) {
 // rank calls into MPI. A rank must not leave a collective with its MPI sends in flight, nor wait on
 // anything (a shm link, another communicator, the point-to-point engine) without giving MPI turns:
 // each test below hung until RINGO_TIMEOUT before, over TCP; with shared memory they pass either way.
+// (At MPI_THREAD_SERIALIZED, this suite's level, only waits of a communicator that has MPI links
+// call MPI: transport.h.)
 
 // Waits, calling neither MPI nor ringo, until all n ranks have touched their file under tag; false
 // after 10 s. Stands for whatever else a program does between calls (Gloo's sockets, compute).
@@ -573,40 +575,8 @@ TEST(MpiTurns, PointToPointEngineGivesMpiTurns) {
   });
 }
 
-// Two communicators: the world of two (fake) hosts, and each host's own (shared memory only). Rank
-// 1 sends to rank 2 on the world, rank 2 forwards to rank 0, and ranks 0 and 1 all-reduce on their
-// host's communicator: rank 1 waits there on shm for rank 0, which waits for rank 2, which waits
-// for rank 1's MPI send.
-TEST(MpiTurns, AnotherCommunicatorsWaitsGiveMpiTurns) {
-  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
-  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
-    const int r = CommRank(sub), host = r / 2;
-    ringoComm_t world = InitRing(sub, {"hosts2x2", 4, nullptr, {0, 0, 1, 1}});
-    MPI_Comm local_mpi;
-    MPI_Comm_split(sub, host, r, &local_mpi);
-    ringoComm_t local = InitRing(local_mpi, {"local", 2, nullptr, {}});
-    if (!world || !local) return;
-    const size_t count = 100000;
-    std::vector<int32_t> a(count, r + 1), b(count, -1);
-    if (r == 1) {
-      EXPECT_EQ(ringoSend(a.data(), count, ringoInt32, 2, world, nullptr), ringoSuccess);
-    } else if (r == 2) {
-      EXPECT_EQ(ringoRecv(b.data(), count, ringoInt32, 1, world, nullptr), ringoSuccess) << ringoGetLastError(world);
-      EXPECT_EQ(ringoSend(b.data(), count, ringoInt32, 0, world, nullptr), ringoSuccess);
-    } else if (r == 0) {
-      EXPECT_EQ(ringoRecv(b.data(), count, ringoInt32, 2, world, nullptr), ringoSuccess) << ringoGetLastError(world);
-      EXPECT_EQ(b[count - 1], 2) << "rank 0 got rank 1's bytes through rank 2";
-    }
-    int64_t mine = r + 1, sum = 0;
-    EXPECT_EQ(ringoAllReduce(&mine, &sum, 1, ringoInt64, ringoSum, local, nullptr), ringoSuccess)
-        << ringoGetLastError(local);
-    EXPECT_EQ(sum, host == 0 ? 3 : 7);
-    ringo_mpi_test::SleepyBarrier(sub);
-    EXPECT_EQ(ringoCommDestroy(local), ringoSuccess);
-    EXPECT_EQ(ringoCommDestroy(world), ringoSuccess);
-    MPI_Comm_free(&local_mpi);
-  });
-}
+// A third case, another communicator's waits giving MPI turns, needs MPI_THREAD_MULTIPLE (below it
+// only waits of a communicator with MPI links take turns): test_mpi_staged.cc, MpiTurns.*.
 
 // ---------------------------------------------------------------------------------------------
 // Point-to-point over every link kind: an all-to-all of grouped ringoSend/ringoRecv (links to

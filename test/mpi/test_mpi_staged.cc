@@ -1,6 +1,7 @@
 // test_mpi_staged.cc — staged device collectives over MPI links: the path a device ring takes when
 // it leaves the host (src/staged.c), with fake hosts (RINGO_HOSTNAME) and a worker thread standing
-// in for ringo's CUDA stream (test/staged_fake.h). Needs no GPU. Run: mpirun -np 4 build/test/mpi/test_mpi_staged.
+// in for ringo's CUDA stream (test/staged_fake.h); and MPI's turns at MPI_THREAD_MULTIPLE. Needs no GPU.
+// Run: mpirun -np 4 build/test/mpi/test_mpi_staged.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -47,6 +48,44 @@ void OnFakeHosts(int n, const std::vector<int>& hosts, const std::function<void(
     ASSERT_NE(nullptr, comm) << ringoGetLastError(nullptr);
     body(comm, r);
     EXPECT_EQ(ringoSuccess, ringoCommDestroy(comm));
+  });
+}
+
+// MPI's turns at MPI_THREAD_MULTIPLE (this suite's level; make test also runs this test over TCP,
+// OMPI_MCA_btl=tcp,self): two communicators, the world of two fake hosts and each host's own (shared
+// memory only). Rank 1 sends to rank 2 on the world, rank 2 forwards to rank 0, and ranks 0 and 1
+// all-reduce on their host's communicator: rank 1 waits there on shm for rank 0, which waits for
+// rank 2, which waits for rank 1's MPI send, which moves over TCP only in rank 1's MPI calls. The
+// host communicator has no MPI links of its own, so its waits give MPI turns only at this level.
+TEST(MpiTurns, AnotherCommunicatorsWaitsGiveMpiTurns) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 MPI ranks";
+  OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+    const int r = CommRank(sub), host = r / 2;
+    ringoComm_t world = InitOnFakeHost(sub, host);
+    MPI_Comm local_mpi;
+    MPI_Comm_split(sub, host, r, &local_mpi);
+    ringoComm_t local = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitMPI(&local, local_mpi)) << ringoGetLastError(nullptr);
+    ASSERT_NE(nullptr, world) << ringoGetLastError(nullptr);
+    const size_t count = 100000;  // 400 KB: far above Open MPI's eager limit
+    std::vector<int32_t> a(count, r + 1), b(count, -1);
+    if (r == 1) {
+      EXPECT_EQ(ringoSuccess, ringoSend(a.data(), count, ringoInt32, 2, world, nullptr));
+    } else if (r == 2) {
+      EXPECT_EQ(ringoSuccess, ringoRecv(b.data(), count, ringoInt32, 1, world, nullptr)) << ringoGetLastError(world);
+      EXPECT_EQ(ringoSuccess, ringoSend(b.data(), count, ringoInt32, 0, world, nullptr));
+    } else if (r == 0) {
+      EXPECT_EQ(ringoSuccess, ringoRecv(b.data(), count, ringoInt32, 2, world, nullptr)) << ringoGetLastError(world);
+      EXPECT_EQ(2, b[count - 1]) << "rank 0 got rank 1's bytes through rank 2";
+    }
+    int64_t mine = r + 1, sum = 0;
+    EXPECT_EQ(ringoSuccess, ringoAllReduce(&mine, &sum, 1, ringoInt64, ringoSum, local, nullptr))
+        << ringoGetLastError(local);
+    EXPECT_EQ(host == 0 ? 3 : 7, sum);
+    SleepyBarrier(sub);
+    EXPECT_EQ(ringoSuccess, ringoCommDestroy(local));
+    EXPECT_EQ(ringoSuccess, ringoCommDestroy(world));
+    MPI_Comm_free(&local_mpi);
   });
 }
 
