@@ -27,7 +27,7 @@
 #define BOARD_LINE 64
 #define BOARD_POLLS 100          /* plain loads before a waiter yields (on top of RINGO_SPIN) */
 #define BOARD_SLEEP_NS 5000000L  /* one futex sleep: short, so every condition is re-checked */
-#define BOARD_NET_SLEEP_NS 20000L /* the same while MPI links live: MPI needs turns (transport.h) */
+#define BOARD_NET_SLEEP_NS 20000L /* the same where the wait takes MPI's turns (transport.h) */
 #define BOARD_LIVENESS_S 0.1     /* how often a waiter asks whether the awaited process exists */
 
 struct board_header {
@@ -267,7 +267,7 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
     if (reached(w, memory_order_acquire)) return ringoSuccess;
     const double now = ringo_now();
     RINGO_CHECK(check_wait(comm, w, now, start, &next_alive));
-    ringo_net_progress(0); /* another communicator's MPI sends may be what a peer waits for */
+    ringo_net_progress(0); /* at MPI_THREAD_MULTIPLE: another communicator's MPI sends may be what a peer waits for */
     if ((round < 4 || now - begun < yield_s) && ringo_yield()) continue;
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
     const uint32_t v = atomic_load_explicit(&h->bell, memory_order_seq_cst);

@@ -40,7 +40,7 @@
 #define SHM_MAX_SLOT_BYTES ((uint64_t)1 << 32)
 #define SHM_YIELDS 4           /* sched_yield rounds between spinning and sleeping */
 #define SHM_SLEEP_NS 5000000L   /* one futex sleep: short, so every condition is re-checked */
-#define SHM_NET_SLEEP_NS 20000L /* the same while MPI links live: MPI needs turns (transport.h) */
+#define SHM_NET_SLEEP_NS 20000L /* the same where the wait takes MPI's turns (transport.h) */
 #define SHM_LIVENESS_S 0.1      /* how often a sleeper asks whether its peer still exists */
 
 _Static_assert(sizeof(atomic_uint) == 4, "futex words are 32 bits");
@@ -434,8 +434,9 @@ static void shm_discard(const void* info) {
  * waiter polls `spin` times, then yields the CPU for yield_s (RINGO_YIELD_US) and at least
  * SHM_YIELDS times (ranks may outnumber cores; a slice's wait is usually shorter than that) —
  * unless ringo_yield finds that yielding hands the core to a stranger for a whole slice —
- * then sleeps on the peer's counter word in short futex waits. While MPI links live in this
- * process, every round gives MPI a turn and the sleeps are 20 us (transport.h says why).
+ * then sleeps on the peer's counter word in short futex waits. Where this wait takes MPI's turns
+ * (transport.h: MPI links live, and this communicator has some or MPI runs at MPI_THREAD_MULTIPLE),
+ * every round gives MPI one and the sleeps are 20 us.
  * Before sleeping it raises its
  * flag and re-reads the counter; the peer stores its counter and then reads the flag. All four
  * accesses are sequentially consistent, so they fall in one total order and at least one side
