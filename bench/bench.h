@@ -59,6 +59,11 @@ struct opts {
   double bw_copy, bw_add;       /* GB/s measured by --bound, 0 when not measured */
 };
 
+/* all_gather, broadcast and sendrecv reduce nothing: their rows have one "none" op. */
+static int coll_has_op(int coll) {
+  return coll != COLL_ALL_GATHER && coll != COLL_BROADCAST && coll != COLL_SENDRECV;
+}
+
 /* Whether placement p (0 out-of-place, 1 in-place) of a row is checked. In-place sendrecv sends from
  * and receives into one buffer in one group, which overwrites what is still to be sent: timed, never
  * checked, as in nccl-tests (N/A). */

@@ -149,7 +149,7 @@ static void print_cmp_notes(const struct bench* b) {
            : "nothing", b->gloo ? gloo_side_where(b->gloo) : "-");
 #endif
   }
-  const int has_op = c != COLL_ALL_GATHER && c != COLL_BROADCAST && c != COLL_SENDRECV;
+  const int has_op = coll_has_op(c);
   const char* const lib = cmp_names[o->compare];
   /* A reason that every row shares (Gloo has no reduce-scatter) is said once. */
   const char* every = cmp_skip_reason(b, &(struct row){.type = o->types[0], .op = OP_NONE});

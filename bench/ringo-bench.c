@@ -140,8 +140,7 @@ static void parse_args(struct opts* o, int argc, char** argv) {
   if (o->minbytes > o->maxbytes) bad_arg("-b larger than -e", argv[0]);
   /* Under mpirun the rank count is known only after launch, where launch_mpi() checks the root. */
   if (o->root >= o->nranks && !o->force_mpi && !under_mpirun()) bad_arg("root (must be below -N)", "-r");
-  if (o->coll == COLL_ALL_GATHER || o->coll == COLL_BROADCAST || o->coll == COLL_SENDRECV)
-    o->nops = 1; /* one "none" op */
+  if (!coll_has_op(o->coll)) o->nops = 1; /* one "none" op */
 }
 
 /* ---------------------------------------------------------------- data and check */
@@ -429,7 +428,7 @@ static void keep_row(struct bench* b, const struct row* w) {
 static void run_all_rows(struct bench* b) {
   const struct opts* o = b->o;
   const int rooted = o->coll == COLL_BROADCAST || o->coll == COLL_REDUCE;
-  const int has_op = o->coll != COLL_ALL_GATHER && o->coll != COLL_BROADCAST && o->coll != COLL_SENDRECV;
+  const int has_op = coll_has_op(o->coll);
   for (int ti = 0; ti < o->ntypes; ti++)
     for (int oi = 0; oi < o->nops; oi++)
       for (size_t size = o->minbytes; size <= o->maxbytes;) {

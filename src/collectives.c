@@ -173,10 +173,15 @@ static ringoResult_t naive_slice(const struct ringo_op* op, const char* in, char
  * one-shot board does, so the bits equal the ring's. Each rank sends and receives (N-1)·D, the
  * board's law. Every message carries the fingerprint, so a rank on another collective, count or op
  * is named at the first hop. */
+int ringo_gather_round_blocks(int nranks, int k) {
+  const int d = 1 << k;
+  return d < nranks - d ? d : nranks - d;
+}
+
 int ringo_gather_max_blocks(int nranks) {
   int most = 1;
-  for (int d = 1; d < nranks; d <<= 1) {
-    const int m = d < nranks - d ? d : nranks - d;
+  for (int k = 0; 1 << k < nranks; k++) {
+    const int m = ringo_gather_round_blocks(nranks, k);
     most = m > most ? m : most;
   }
   return most;
@@ -229,9 +234,9 @@ static ringoResult_t run_gather(const struct ringo_op* op) {
   char* blocks = comm->gather_buf;
   memcpy(blocks + (size_t)pos * bytes, op->sendbuff, bytes);
   size_t read = 0;
-  for (int k = 0, d = 1; k < comm->gather_rounds; k++, d <<= 1) {
-    const int m = d < n - d ? d : n - d; /* inputs that cross this round */
-    const ringoResult_t res = gather_round(op, k, d, m, bytes);
+  for (int k = 0; k < comm->gather_rounds; k++) {
+    const int m = ringo_gather_round_blocks(n, k);
+    const ringoResult_t res = gather_round(op, k, 1 << k, m, bytes);
     if (res != ringoSuccess) return gather_failed(op, res, k);
     read += (size_t)m * bytes;
   }
@@ -245,11 +250,7 @@ static ringoResult_t run_gather(const struct ringo_op* op) {
   for (int r = 0; r < n; r++) in[r] = blocks + (size_t)comm->pos_of[r] * bytes;
   const ringoResult_t res = ringo_oneshot_combine(op, in);
   if (in != on_stack) free(in);
-  if (res == ringoSuccess && comm->trace) {
-    const struct ringo_trace_event ev = {.coll = op->coll, .seq = op->seq, .step = -1, .chunk = -1, .recv_peer = -1,
-                                         .send_peer = -1, .bytes = read, .t0 = t0, .t1 = ringo_now(), .oneshot = 1};
-    ringo_trace_record(comm->trace, &ev);
-  }
+  if (res == ringoSuccess) ringo_oneshot_trace(op, read, t0);
   return res;
 }
 
@@ -372,9 +373,8 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
    * whose sends move only while this rank calls into it (MPI), every collective does, so that no
    * rank on another host waits for this one's next call. */
   const enum ringo_prim last = steps[nsteps - 1].prim;
-  if (rounds > 0 && (ringo_prim_sends(last) || comm->send.tp->sends_need_turns))
-    RINGO_CHECK(comm->send.tp->flush(comm->send.link));
-  return ringoSuccess;
+  if (rounds > 0 && ringo_prim_sends(last)) return comm->send.tp->flush(comm->send.link);
+  return rounds > 0 ? finish_sends(&comm->send) : ringoSuccess;
 }
 
 static ringoResult_t run_engine(const struct ringo_op* op) {

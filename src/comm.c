@@ -79,10 +79,10 @@ ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const 
                     self->rank, self->host, other->rank, other->host);
 }
 
-/* 1 when this communicator may have MPI links: it has MPI and its ranks are not all on one host. */
-static int leaves_host(const ringoComm_t comm) {
-  for (int r = 0; comm->tctx && comm->info && r < comm->nranks; r++)
-    if (strcmp(comm->info[r].host, comm->info[comm->rank].host) != 0) return 1;
+/* 1 when the ranks of comm's rank infos are on more than one host. */
+static int spans_hosts(const ringoComm_t comm) {
+  for (int r = 1; r < comm->nranks; r++)
+    if (strcmp(comm->info[r].host, comm->info[0].host) != 0) return 1;
   return 0;
 }
 
@@ -95,7 +95,7 @@ void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struc
                                   .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
                                   .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6,
                                   .self_rank = comm->rank, .peer_rank = peer,
-                                  .ctx = comm->tctx, .channel = channel, .net_turns = comm->net_turns,
+                                  .ctx = comm->tctx, .channel = channel, .net_turns = ringo_comm_net_turns(comm),
                                   .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0
                                                   ? comm->info[peer].pid : 0};
 }
@@ -112,10 +112,9 @@ static void log_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
 }
 
 /* The slot of a gather link of round k (its plan's slot): the fingerprint and the inputs that
- * cross in that round, min(2^k, N - 2^k). */
+ * cross in that round. */
 static size_t gather_slot_bytes(const ringoComm_t comm, int k) {
-  const int d = 1 << k, m = d < comm->nranks - d ? d : comm->nranks - d;
-  return RINGO_FINGERPRINT_BYTES + (size_t)m * comm->gather_bytes;
+  return RINGO_FINGERPRINT_BYTES + (size_t)ringo_gather_round_blocks(comm->nranks, k) * comm->gather_bytes;
 }
 
 /* One directed link this rank is an end of: data flows from rank `from` to rank `to`. The
@@ -205,7 +204,7 @@ static ringoResult_t connect_gather(ringoComm_t comm, const struct ringo_rendezv
   for (int r = 0; r < n; r++) allowed = comm->info[r].oneshot_bytes < allowed ? comm->info[r].oneshot_bytes : allowed;
   const size_t cap = RINGO_SLICE_ACROSS_HOSTS / (size_t)ringo_gather_max_blocks(n) & ~(size_t)63;
   comm->gather_bytes = allowed < cap ? (size_t)allowed : cap;
-  if (comm->gather_bytes == 0 || !leaves_host(comm) || comm->algo_naive) {
+  if (comm->gather_bytes == 0 || !ringo_comm_net_turns(comm) || comm->algo_naive) {
     comm->gather_bytes = 0;
     return ringoSuccess;
   }
@@ -342,7 +341,7 @@ static ringoResult_t agreed_slice_bytes(const ringoComm_t comm, size_t* out) {
   if (least && (least != most || unset) && comm->rank == 0)
     RINGO_WARN("ranks set RINGO_SLICE_BYTES differently (%llu .. %llu bytes%s): every rank uses %llu",
                (unsigned long long)least, (unsigned long long)most, unset ? ", or unset" : "", (unsigned long long)least);
-  *out = least ? (size_t)least : leaves_host(comm) ? RINGO_SLICE_ACROSS_HOSTS : RINGO_SLICE_ONE_HOST;
+  *out = least ? (size_t)least : ringo_comm_net_turns(comm) ? RINGO_SLICE_ACROSS_HOSTS : RINGO_SLICE_ONE_HOST;
   return ringoSuccess;
 }
 
@@ -358,7 +357,7 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   RINGO_CHECK(rv->allgather(rv->ctx, &mine, sizeof mine, comm->info));
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);
-  comm->net_turns = leaves_host(comm);
+  comm->spans_hosts = spans_hosts(comm);
   RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes));
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
   if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));

@@ -355,13 +355,6 @@ int ringo_device_free(ringoComm_t comm) {
   return 1;
 }
 
-/* Whether any link of the ring joins two hosts: then no device FIFO can reach the next rank. */
-static int ring_leaves_host(const ringoComm_t comm) {
-  for (int p = 0; p < comm->nranks; p++)
-    if (strcmp(comm->info[comm->ring[p]].host, comm->info[comm->ring[(p + 1) % comm->nranks]].host) != 0) return 1;
-  return 0;
-}
-
 /* Agreement over an allgather: every rank's flag, all must be set. */
 static int all_set(const int32_t* flags, int n, int* first_unset) {
   for (int r = 0; r < n; r++)
@@ -414,7 +407,7 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
   else if (!have_devices()) snprintf(d->why, sizeof d->why, "rank %d: no CUDA device in this process", me);
   else if (!(pmine.ok = probe(comm, d, &pmine) == ringoSuccess))
     snprintf(d->why, sizeof d->why, "rank %d: %s", me, ringo_thread_last_error());
-  d->staged = ring_leaves_host(comm);
+  d->staged = comm->spans_hosts; /* some link of the ring joins two hosts: no device FIFO reaches the next rank */
 #ifdef RINGO_HAVE_MPI
   if (pmine.ok && d->staged && !ringo_mpi_links_thread_safe()) {
     pmine.ok = 0;

@@ -74,6 +74,13 @@ ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const
   return ringoSuccess;
 }
 
+void ringo_oneshot_trace(const struct ringo_op* op, size_t read, double t0) {
+  if (!op->comm->trace) return;
+  const struct ringo_trace_event ev = {.coll = op->coll, .seq = op->seq, .step = -1, .chunk = -1, .recv_peer = -1,
+                                       .send_peer = -1, .bytes = read, .t0 = t0, .t1 = ringo_now(), .oneshot = 1};
+  ringo_trace_record(op->comm->trace, &ev);
+}
+
 /* Counts the bytes this rank read from its peers' posts and they read from its own, as the links
  * count theirs; returns the former. */
 static size_t count_board_bytes(const struct ringo_op* op) {
@@ -131,10 +138,6 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   RINGO_CHECK(res);
   const size_t read = count_board_bytes(op);
   ringo_board_done(comm, b);
-  if (comm->trace) {
-    const struct ringo_trace_event ev = {.coll = op->coll, .seq = op->seq, .step = -1, .chunk = -1, .recv_peer = -1,
-                                         .send_peer = -1, .bytes = read, .t0 = t0, .t1 = ringo_now(), .oneshot = 1};
-    ringo_trace_record(comm->trace, &ev);
-  }
+  ringo_oneshot_trace(op, read, t0);
   return ringoSuccess;
 }

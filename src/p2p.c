@@ -366,7 +366,7 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, co
      * milliseconds, and a stream that never gets there must not hold the proxy for ever. */
     if (atomic_load_explicit(&comm->abort_flag, memory_order_relaxed)) return stalled(comm, tasks, n, ph, 1);
     if (now - stall_start > comm->env.timeout_s) return stalled(comm, tasks, n, ph, 0);
-    ringo_net_progress(comm->net_turns); /* shm links and the mailbox do not call MPI, which may owe a peer a send */
+    ringo_net_progress(ringo_comm_net_turns(comm)); /* shm links and the mailbox do not call MPI, which may owe a peer a send */
     const int yielding = idle < P2P_YIELDS || now - stall_start < comm->env.yield_us * 1e-6;
     if (!yielding || !ringo_yield()) nanosleep(&nap, NULL);
   }

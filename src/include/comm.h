@@ -65,7 +65,7 @@ struct ringoComm {
   struct ringo_device* device;  /* the CUDA side (device.c), or NULL */
   int ready;                    /* init finished (an init queued in a group is not ready before ringoGroupEnd) */
   void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */
-  int net_turns;                /* it has MPI and spans hosts: it has MPI links (transport.h, MPI's turns) */
+  int spans_hosts;              /* its ranks are on more than one host (comm_setup, from the rank infos) */
   void (*tctx_free)(void*);
   atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
   atomic_int inflight;          /* collectives running now (Abort waits for them to leave) */
@@ -183,6 +183,10 @@ ringoResult_t ringo_coll_run_staged(const struct ringo_op* op);
  * collective may cut into phases. */
 size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice_elems);
 
+/* 1 when comm may have MPI links (it has MPI and spans hosts): its calls already call MPI, so its
+ * waits may give MPI turns (transport.h), and its ring defaults to RINGO_SLICE_ACROSS_HOSTS. */
+static inline int ringo_comm_net_turns(const struct ringoComm* comm) { return comm->tctx && comm->spans_hosts; }
+
 /* The one-shot path (oneshot.c) for a communicator with a board (board.h): 1 when op's input fits
  * the board, which every rank decides alike from the fingerprint; then op runs as board op b. */
 int ringo_oneshot_fits(const struct ringo_op* op);
@@ -190,7 +194,10 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b);
 /* This rank's result of op from every rank's input (in[rank]), combined in the ring's own order, so
  * the bits equal the ring's; shared by the board and the gather path (collectives.c). */
 ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in);
-/* The gather path's largest message, in inputs: the most blocks one round of it forwards. */
+/* RINGO_TRACE's one event for such a collective (board or gather path): `read` bytes from peers since t0. */
+void ringo_oneshot_trace(const struct ringo_op* op, size_t read, double t0);
+/* The gather path's round k: the inputs that cross in it, min(2^k, N - 2^k); and the most of any round. */
+int ringo_gather_round_blocks(int nranks, int k);
 int ringo_gather_max_blocks(int nranks);
 
 /* Point-to-point (p2p.c): the mailbox made at init through rv; then n sends and receives of comm
