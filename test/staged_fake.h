@@ -155,6 +155,15 @@ struct Stager {
   ringo_stage stage{};
   ringo_stage_ops ops{&stream, FakeCopy, FakeCopy, FakeHostFn, FakeAlloc, FakeFree, FakeDrain, FakeWaitFlag};
   ~Stager() { ringo_staged_free(&stage, &ops); }
+  // The proxy counts a work done just after it lets the stream go on, so a drained stream may see
+  // it pending a moment longer (device.c's stream_idle waits for both): waits, at most 5 s, until
+  // nothing is pending, and returns what still is.
+  int PendingSettled() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (ringo_staged_pending(&stage) > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return ringo_staged_pending(&stage);
+  }
 };
 
 // What ringo_coll_run does for a device op whose ring leaves the host, on the fake stream.

@@ -25,14 +25,7 @@ struct DeviceP2p {
     return ringo_p2p_device_launch(comm, &s.stage, calls.data(), calls.size(), &s.ops);
   }
   int Pending() { return ringo_staged_pending(&s.stage); }
-  // The proxy counts a batch done just after it lets the stream go on, so a drained stream may
-  // see it pending a moment longer: waits (at most 5 s) until none is.
-  int PendingSettled() {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (Pending() > 0 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return Pending();
-  }
+  int PendingSettled() { return s.PendingSettled(); }
 };
 
 // What rank `from` sends rank `to`: distinct for every pair and element.

@@ -51,7 +51,7 @@ TEST(StagedAsync, LaunchDoesNotWaitForTheCollective) {
     EXPECT_EQ(-1.0f, out[0]) << "the result arrived before the stream ran";
     s.stream.SetGate(true);
     s.stream.Drain();
-    EXPECT_EQ(0, ringo_staged_pending(&s.stage));
+    EXPECT_EQ(0, s.PendingSettled());
     for (size_t i = 0; i < count; i++) ASSERT_EQ(6.0f, out[i]) << "element " << i;
   });
 }
