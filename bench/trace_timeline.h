@@ -358,17 +358,22 @@ static int timeline_main(const char* file, long seq_lo, long seq_hi, const char*
   const long total = tl_read(file, &all);
   if (total < 0) return 1;
   struct tl_view v = {.ev = all, .n = 0, .left = 80, .width = 1100, .top = 50, .track_h = 36, .gap = 16};
-  long oneshot = 0; /* one-shot collectives: one event each, no ring step to draw */
+  long oneshot = 0;   /* one-shot collectives: one event each, no ring step to draw */
+  long two_level = 0; /* steps of the two-level ring's walks: not one ring of every rank, not drawn */
   for (long i = 0; i < total; i++) {
     if (all[i].ph != 'X' || all[i].seq < seq_lo || (seq_hi >= 0 && all[i].seq > seq_hi) || all[i].pid < 0 ||
         all[i].pid >= 4096)
       continue;
     if (strcmp(all[i].prim, "one-shot") == 0) oneshot++;
+    else if (strncmp(all[i].name, "host ", 5) == 0 || strncmp(all[i].name, "across hosts ", 13) == 0) two_level++;
     else all[v.n++] = all[i];
   }
   if (oneshot && !quiet)
     printf("%s: %ld one-shot collective events (small collectives of one host, no ring steps) not drawn; "
            "RINGO_ALGO=ring runs them on the ring\n", file, oneshot);
+  if (two_level && !quiet)
+    printf("%s: %ld step events of the two-level ring (all-reduces across hosts) not drawn; RINGO_ALGO=ring runs "
+           "them on the ring\n", file, two_level);
   if (v.n == 0) {
     fprintf(stderr, "ringo-trace: no step events in %s%s\n", file, seq_hi >= 0 || seq_lo ? " for those --seq" : "");
     free(all);

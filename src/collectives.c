@@ -11,12 +11,31 @@
 #include "reduce.h"
 #include "trace.h"
 
-/* Where chunk c of a collective lives (schedule.h). */
+/* One walk of the host engine: a schedule around one ring's two links, over a region of the buffers
+ * that it cuts into that ring's chunks. The flat ring is one walk over the whole call (run_ring);
+ * the two-level ring is three (run_two_level). */
+enum walk_level { WALK_FLAT, WALK_HOST_RS, WALK_ACROSS, WALK_HOST_AG };
+
+struct walk {
+  enum walk_level level;
+  struct ringo_conn *send, *recv;
+  int n, pos;                     /* the ring's size and this rank's place in it */
+  enum ringo_coll coll;           /* whose chunk geometry (schedule.h): the call's, or all-reduce over the region */
+  size_t count;                   /* the region's elements (the call's count on the flat ring) */
+  const char* in;                 /* the region in the input and the output (NULL where this rank has none) */
+  char* out;
+  size_t slice;                   /* elements per slice */
+  ringoRedOp_t last_op;           /* op of a step that keeps its value: the call's, or a partial one */
+  const struct ringo_step* steps;
+  int nsteps;
+};
+
+/* Where chunk c of a walk lives (schedule.h). */
 struct chunk_geom { size_t in_off, out_off, len; };
 
-static struct chunk_geom chunk_at(const struct ringo_op* op, int c) {
+static struct chunk_geom chunk_at(const struct ringo_op* op, const struct walk* w, int c) {
   struct chunk_geom g;
-  ringo_chunk_geometry(op->coll, op->count, op->comm->nranks, op->comm->ring, c, &g.in_off, &g.out_off, &g.len);
+  ringo_chunk_geometry(w->coll, w->count, w->n, op->comm->ring, c, &g.in_off, &g.out_off, &g.len);
   return g;
 }
 
@@ -98,23 +117,28 @@ static ringoResult_t conn_post(const ringoComm_t comm, struct ringo_conn* c, siz
   return ringoSuccess;
 }
 
-/* Elements of one slice: what a slot holds after its header. */
-static size_t slice_elems(const ringoComm_t comm, ringoDataType_t type) {
-  return (comm->slot_bytes - SLICE_HEADER) / ringo_type_size(type);
+/* Elements of one slice: what a slot of slot_bytes holds after its header. */
+static size_t slot_elems(size_t slot_bytes, ringoDataType_t type) {
+  return (slot_bytes - SLICE_HEADER) / ringo_type_size(type);
 }
+
+static size_t slice_elems(const ringoComm_t comm, ringoDataType_t type) { return slot_elems(comm->slot_bytes, type); }
+
+/* The op of a step that passes a value on: avg sums until the step that keeps the result. */
+static ringoRedOp_t partial_op(ringoRedOp_t op) { return op == ringoAvg ? ringoSum : op; }
 
 /* One slice of one step: receive (maybe), combine with the local input, write the output
  * (maybe), and pass the result to the next rank (maybe) — in one pass over the bytes. */
-static ringoResult_t run_prim(const struct ringo_op* op, enum ringo_prim prim, const char* in, char* out,
-                              size_t n) {
+static ringoResult_t run_prim(const struct ringo_op* op, const struct walk* w, enum ringo_prim prim, const char* in,
+                              char* out, size_t n) {
   const ringoComm_t comm = op->comm;
   const size_t bytes = n * ringo_type_size(op->type);
   const int receives = ringo_prim_receives(prim), sends = ringo_prim_sends(prim);
-  const ringoRedOp_t partial = op->op == ringoAvg ? ringoSum : op->op;
+  const ringoRedOp_t partial = partial_op(op->op);
   const void* rslot = NULL;
   void* sslot = NULL;
-  if (receives) RINGO_CHECK(conn_recv(op, &comm->recv, bytes, &rslot));
-  if (sends) RINGO_CHECK(conn_send(op, &comm->send, &sslot));
+  if (receives) RINGO_CHECK(conn_recv(op, w->recv, bytes, &rslot));
+  if (sends) RINGO_CHECK(conn_send(op, w->send, &sslot));
   switch (prim) {
     case RINGO_PRIM_SEND: ringo_copy2(sslot, NULL, in, bytes); break;
     case RINGO_PRIM_COPY_SEND: ringo_copy2(sslot, out, in, bytes); break;
@@ -124,14 +148,14 @@ static ringoResult_t run_prim(const struct ringo_op* op, enum ringo_prim prim, c
       RINGO_CHECK(ringo_reduce(NULL, sslot, rslot, in, n, op->type, partial, 1));
       break;
     case RINGO_PRIM_RECV_REDUCE_COPY_SEND:
-      RINGO_CHECK(ringo_reduce(out, sslot, rslot, in, n, op->type, op->op, comm->nranks));
+      RINGO_CHECK(ringo_reduce(out, sslot, rslot, in, n, op->type, w->last_op, comm->nranks));
       break;
     case RINGO_PRIM_RECV_REDUCE_COPY:
-      RINGO_CHECK(ringo_reduce(out, NULL, rslot, in, n, op->type, op->op, comm->nranks));
+      RINGO_CHECK(ringo_reduce(out, NULL, rslot, in, n, op->type, w->last_op, comm->nranks));
       break;
   }
-  if (sends) RINGO_CHECK(conn_post(comm, &comm->send, bytes));
-  if (receives) RINGO_CHECK(conn_release(comm, &comm->recv, bytes));
+  if (sends) RINGO_CHECK(conn_post(comm, w->send, bytes));
+  if (receives) RINGO_CHECK(conn_release(comm, w->recv, bytes));
   return ringoSuccess;
 }
 
@@ -272,17 +296,16 @@ static void run_single(const struct ringo_op* op) {
   if (op->recvbuff) ringo_copy2(op->recvbuff, NULL, op->sendbuff, bytes);
 }
 
-static void trace_slice(const struct ringo_op* op, int t, const struct ringo_step* st, size_t round, size_t bytes,
+static void trace_slice(const struct ringo_op* op, const struct walk* w, int t, size_t round, size_t bytes,
                         double t0) {
-  const ringoComm_t comm = op->comm;
+  const struct ringo_step* st = &w->steps[t];
   const int receives = ringo_prim_receives(st->prim), sends = ringo_prim_sends(st->prim);
   const struct ringo_trace_event ev = {
       .coll = op->coll, .prim = st->prim, .seq = op->seq, /* its own number, also when the proxy runs it later */
-      .step = t, .chunk = st->chunk,
-      .recv_peer = receives ? comm->ring[ringo_mod(comm->pos - 1, comm->nranks)] : -1,
-      .send_peer = sends ? comm->ring[ringo_mod(comm->pos + 1, comm->nranks)] : -1,
+      .step = t, .chunk = st->chunk, .level = (int)w->level, .ring_size = w->n,
+      .recv_peer = receives ? w->recv->peer : -1, .send_peer = sends ? w->send->peer : -1,
       .round = round, .bytes = bytes, .t0 = t0, .t1 = ringo_now()};
-  ringo_trace_record(comm->trace, &ev);
+  ringo_trace_record(op->comm->trace, &ev);
 }
 
 /* Adds where the ring was to the message of an error: which collective, which step and chunk,
@@ -298,30 +321,48 @@ static void allreduce_step_name(int n, int t, char* buf, size_t cap) {
   snprintf(buf, cap, "%s%s%s", rx, rx[0] && tx[0] ? " / " : "", tx);
 }
 
-static ringoResult_t step_failed(const struct ringo_op* op, ringoResult_t res, int t, const struct ringo_step* st,
+static ringoResult_t step_failed(const struct ringo_op* op, const struct walk* w, ringoResult_t res, int t,
                                  size_t round) {
+  static const char* const rings[] = {"ring", "host ring", "ring across hosts", "host ring"};
   char what[768], fp[160], step[112];
   snprintf(what, sizeof what, "%s", ringo_thread_last_error());
   /* An error passed on by a neighbour already says where it started; say it once. */
   if (strstr(what, " [in ringo") != NULL) return res;
   ringo_coll_describe(op, fp, sizeof fp);
-  if (op->coll == RINGO_COLL_ALLREDUCE) allreduce_step_name(op->comm->nranks, t, step, sizeof step);
+  if (w->level == WALK_HOST_RS) snprintf(step, sizeof step, "reduce-scatter step %d", t);
+  else if (w->level == WALK_HOST_AG) snprintf(step, sizeof step, "all-gather step %d", t);
+  else if (w->coll == RINGO_COLL_ALLREDUCE) allreduce_step_name(w->n, t, step, sizeof step);
   else snprintf(step, sizeof step, "step %d", t);
-  return ringo_annotate(res, "%s [in %s, %s of rank %d (ring position %d), chunk %d, slice %zu]", what, fp, step,
-                    op->comm->rank, op->comm->pos, st->chunk, round);
+  return ringo_annotate(res, "%s [in %s, %s of rank %d (%s position %d), chunk %d, slice %zu]", what, fp, step,
+                        op->comm->rank, rings[w->level], w->pos, w->steps[t].chunk, round);
 }
 
-/* Rounds of the ring: slices of the longest chunk. */
-static size_t ring_rounds(const struct ringo_op* op) {
-  const size_t n = (size_t)op->comm->nranks;
-  const size_t max_len = op->coll == RINGO_COLL_ALLREDUCE ? (op->count + n - 1) / n : op->count;
-  return ringo_num_rounds(max_len, slice_elems(op->comm, op->type));
+/* Rounds of a walk: slices of its longest chunk. */
+static size_t walk_rounds(const struct walk* w) {
+  const size_t n = (size_t)w->n;
+  const size_t max_len = w->coll == RINGO_COLL_ALLREDUCE ? (w->count + n - 1) / n : w->count;
+  return ringo_num_rounds(max_len, w->slice);
+}
+
+/* The flat ring: the call's schedule around the communicator's ring, over the whole buffers. */
+static struct walk flat_walk(const struct ringo_op* op, const struct ringo_step* steps, int nsteps) {
+  const ringoComm_t comm = op->comm;
+  return (struct walk){WALK_FLAT, &comm->send, &comm->recv, comm->nranks, comm->pos, op->coll, op->count,
+                       op->sendbuff, op->recvbuff, slice_elems(comm, op->type), op->op, steps, nsteps};
+}
+
+/* The two-level ring takes an all-reduce where the communicator has one (comm.h), above the gather
+ * path. What it takes depends only on what every rank agrees on, so every rank takes the same. */
+static int two_level_fits(const struct ringo_op* op) {
+  return op->comm->host_ring.n > 1 && op->coll == RINGO_COLL_ALLREDUCE && !gather_fits(op);
 }
 
 size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice) {
   const int naive = op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE;
   *slice = slice_elems(op->comm, op->type);
-  return op->comm->nranks > 1 && !naive && !ringo_oneshot_fits(op) && !gather_fits(op) ? ring_rounds(op) : 0;
+  if (op->comm->nranks == 1 || naive || ringo_oneshot_fits(op) || gather_fits(op) || two_level_fits(op)) return 0;
+  const struct walk w = flat_walk(op, NULL, 0);
+  return walk_rounds(&w);
 }
 
 /* A staged collective's pipeline (comm.h): before the first round of phase p > 0, wait until its
@@ -337,31 +378,26 @@ static ringoResult_t phase_begin(const struct ringo_op* op, size_t rounds, int p
 }
 
 /* Round j moves slice j of every chunk through every step, so one step never waits for more
- * than one slice and the FIFO (>= 4 slots) lets a rank run ahead of its neighbours. */
-static ringoResult_t run_ring(const struct ringo_op* op) {
+ * than one slice and the FIFO (>= 4 slots) lets a rank run ahead of its neighbours. A staged
+ * collective's phases (op->phases) are the flat ring's only. */
+static ringoResult_t walk_run(const struct ringo_op* op, const struct walk* w) {
   const ringoComm_t comm = op->comm;
   const size_t esize = ringo_type_size(op->type);
-  const size_t slice = slice_elems(comm, op->type);
-  struct ringo_step steps[RINGO_MAX_STEPS(comm->nranks)];
-  const int root_pos = comm->pos_of[op->root];
-  const int nsteps = ringo_schedule(op->coll, comm->nranks, comm->pos, root_pos, steps);
-  const size_t rounds = ring_rounds(op);
-  const char* in = op->sendbuff;
-  char* out = op->recvbuff;
+  const size_t rounds = walk_rounds(w);
   int phase = -1;
   size_t phase_end = 0;
   for (size_t j = 0; j < rounds; j++) {
     if (op->phases && j == phase_end) RINGO_CHECK(phase_begin(op, rounds, ++phase, &phase_end));
-    for (int t = 0; t < nsteps; t++) {
-      const struct chunk_geom g = chunk_at(op, steps[t].chunk);
+    for (int t = 0; t < w->nsteps; t++) {
+      const struct chunk_geom g = chunk_at(op, w, w->steps[t].chunk);
       size_t off, n;
-      ringo_slice_range(g.len, slice, j, &off, &n);
+      ringo_slice_range(g.len, w->slice, j, &off, &n);
       if (n == 0) continue; /* both ends of the link skip the same empty slice */
       const double t0 = comm->trace ? ringo_now() : 0;
-      ringoResult_t res = run_prim(op, steps[t].prim, in ? in + (g.in_off + off) * esize : NULL,
-                                   out ? out + (g.out_off + off) * esize : NULL, n);
-      if (res != ringoSuccess) return step_failed(op, res, t, &steps[t], j);
-      if (comm->trace) trace_slice(op, t, &steps[t], j, n * esize, t0);
+      ringoResult_t res = run_prim(op, w, w->steps[t].prim, w->in ? w->in + (g.in_off + off) * esize : NULL,
+                                   w->out ? w->out + (g.out_off + off) * esize : NULL, n);
+      if (res != ringoSuccess) return step_failed(op, w, res, t, j);
+      if (comm->trace) trace_slice(op, w, t, j, n * esize, t0);
     }
     /* Output slice j of every chunk is final once round j is done on this rank. The last phase
      * is left to the proxy, which ends it once the ring has returned: a stream that went on
@@ -372,14 +408,52 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
    * next rank has taken everything, so it sees the error if that rank refused the data. Over a link
    * whose sends move only while this rank calls into it (MPI), every collective does, so that no
    * rank on another host waits for this one's next call. */
-  const enum ringo_prim last = steps[nsteps - 1].prim;
-  if (rounds > 0 && ringo_prim_sends(last)) return comm->send.tp->flush(comm->send.link);
-  return rounds > 0 ? finish_sends(&comm->send) : ringoSuccess;
+  if (rounds == 0 || w->nsteps == 0) return ringoSuccess;
+  if (ringo_prim_sends(w->steps[w->nsteps - 1].prim)) return w->send->tp->flush(w->send->link);
+  return finish_sends(w->send);
+}
+
+static ringoResult_t run_ring(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  struct ringo_step steps[RINGO_MAX_STEPS(comm->nranks)];
+  const int nsteps = ringo_schedule(op->coll, comm->nranks, comm->pos, comm->pos_of[op->root], steps);
+  const struct walk w = flat_walk(op, steps, nsteps);
+  return walk_run(op, &w);
+}
+
+/* The two-level ring (comm.h), for an all-reduce across hosts that each hold L ranks: the
+ * reduce-scatter half around the host ring leaves place i with chunk ringo_owned_chunk(L, i) of its
+ * host's inputs (partial: avg sums); the ranks at place i on every host all-reduce that chunk in
+ * place around the ring across hosts (avg divides by N there); the all-gather half around the host
+ * ring hands every chunk to the host's others. Each rank still sends and receives 2(N-1)/N·D, but
+ * only 2(H-1)/H·D/L of it across hosts (the flat ring: 2(N-1)/N·D on one link per host), and a host's
+ * links carry 2(H-1)/H·D between them where the flat ring's one link out carries 2(N-1)/N·D. The
+ * bits differ from the flat ring's (the sums are grouped by host) but are the same on every rank. */
+static ringoResult_t run_two_level(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  struct ringo_ring_links *host = &comm->host_ring, *net = &comm->net_ring;
+  if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level all-reduce in phases", comm->rank);
+  const size_t esize = ringo_type_size(op->type);
+  struct ringo_step rs[RINGO_MAX_STEPS(host->n)], ag[RINGO_MAX_STEPS(host->n)], across[RINGO_MAX_STEPS(net->n)];
+  size_t off, len;
+  ringo_chunk_range(op->count, host->n, ringo_owned_chunk(host->n, host->pos), &off, &len);
+  char* mine = (char*)op->recvbuff + off * esize;
+  const size_t host_slice = slot_elems(host->slot_bytes, op->type), net_slice = slot_elems(net->slot_bytes, op->type);
+  const struct walk walks[3] = {
+      {WALK_HOST_RS, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->sendbuff,
+       op->recvbuff, host_slice, partial_op(op->op), rs, ringo_schedule_half(RINGO_HALF_REDUCE_SCATTER, host->n, host->pos, rs)},
+      {WALK_ACROSS, &net->send, &net->recv, net->n, net->pos, RINGO_COLL_ALLREDUCE, len, mine, mine, net_slice, op->op,
+       across, ringo_schedule(RINGO_COLL_ALLREDUCE, net->n, net->pos, 0, across)},
+      {WALK_HOST_AG, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->recvbuff,
+       op->recvbuff, host_slice, op->op, ag, ringo_schedule_half(RINGO_HALF_ALL_GATHER, host->n, host->pos, ag)}};
+  for (int k = 0; k < 3; k++) RINGO_CHECK(walk_run(op, &walks[k]));
+  return ringoSuccess;
 }
 
 static ringoResult_t run_engine(const struct ringo_op* op) {
   if (op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) return run_naive(op);
   if (gather_fits(op)) return run_gather(op);
+  if (two_level_fits(op)) return run_two_level(op);
   return run_ring(op);
 }
 

@@ -117,6 +117,13 @@ static size_t gather_slot_bytes(const ringoComm_t comm, int k) {
   return RINGO_FINGERPRINT_BYTES + (size_t)ringo_gather_round_blocks(comm->nranks, k) * comm->gather_bytes;
 }
 
+/* The slot size of a link of channel whose plan has slot `slot`. */
+static size_t plan_slot_bytes(const ringoComm_t comm, int channel, int slot) {
+  if (channel == RINGO_CHANNEL_GATHER) return gather_slot_bytes(comm, slot);
+  if (channel == RINGO_CHANNEL_HOST_RING) return comm->host_ring.slot_bytes;
+  return comm->slot_bytes;
+}
+
 /* One directed link this rank is an end of: data flows from rank `from` to rank `to`. The
  * receiver allocates it and publishes its description in slot `slot` of its allgather block. */
 struct link_plan {
@@ -140,7 +147,7 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
     res = ringo_comm_pick_transport(comm, peer, &l->conn->tp);
     l->conn->peer = peer;
     ringo_comm_link_params(comm, peer, channel, &p);
-    if (channel == RINGO_CHANNEL_GATHER) p.slot_bytes = gather_slot_bytes(comm, l->slot);
+    p.slot_bytes = plan_slot_bytes(comm, channel, l->slot);
     if (res == ringoSuccess && l->to == comm->rank)
       res = l->conn->tp->recv_setup(&p, &l->conn->link, mine + (size_t)l->slot * RINGO_LINK_INFO_BYTES);
   }
@@ -148,7 +155,7 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
   for (int i = 0; res == ringoSuccess && i < nplans; i++) {
     const struct link_plan* l = &plans[i];
     ringo_comm_link_params(comm, l->to, channel, &p);
-    if (channel == RINGO_CHANNEL_GATHER) p.slot_bytes = gather_slot_bytes(comm, l->slot);
+    p.slot_bytes = plan_slot_bytes(comm, channel, l->slot);
     if (l->from == comm->rank)
       res = l->conn->tp->send_connect(&p, all + (size_t)l->to * block + (size_t)l->slot * RINGO_LINK_INFO_BYTES,
                                       &l->conn->link);
@@ -230,6 +237,43 @@ static ringoResult_t connect_gather(ringoComm_t comm, const struct ringo_rendezv
   return res;
 }
 
+/* How many ranks each host holds where every host holds as many (ranks of one host are next to
+ * each other in the ring, order_ring): 0 where they differ. */
+static int ranks_per_host(const ringoComm_t comm) {
+  const int n = comm->nranks;
+  int per = 1;
+  while (per < n && strcmp(comm->info[comm->ring[per]].host, comm->info[comm->ring[0]].host) == 0) per++;
+  if (n % per != 0) return 0;
+  for (int p = per; p < n; p++) {
+    const char* host = comm->info[comm->ring[p]].host;
+    if (strcmp(host, comm->info[comm->ring[p - p % per]].host) != 0) return 0; /* a block holds two hosts */
+    if (p % per == 0 && strcmp(host, comm->info[comm->ring[p - 1]].host) == 0) return 0; /* a host, two blocks */
+  }
+  return per;
+}
+
+/* The two-level ring's links (comm.h): around the host, from and to the ring's neighbours within the
+ * host block; across hosts, from and to the rank at the same place of the previous and next block. */
+static ringoResult_t connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv, size_t host_slot) {
+  const int n = comm->nranks, per = ranks_per_host(comm);
+  if (strcmp(comm->env.algo, "auto") != 0 || !comm->spans_hosts || per < 2 || per == n) return ringoSuccess;
+  const int hosts = n / per, h = comm->pos / per, i = comm->pos % per;
+  comm->host_ring = (struct ringo_ring_links){.n = per, .pos = i, .slot_bytes = host_slot};
+  comm->net_ring = (struct ringo_ring_links){.n = hosts, .pos = h, .slot_bytes = comm->slot_bytes};
+  const struct link_plan around[2] = {
+      {comm->ring[h * per + ringo_mod(i - 1, per)], comm->rank, 0, &comm->host_ring.recv},
+      {comm->rank, comm->ring[h * per + (i + 1) % per], 0, &comm->host_ring.send}};
+  const struct link_plan across[2] = {
+      {comm->ring[ringo_mod(h - 1, hosts) * per + i], comm->rank, 0, &comm->net_ring.recv},
+      {comm->rank, comm->ring[(h + 1) % hosts * per + i], 0, &comm->net_ring.send}};
+  RINGO_CHECK(connect_plans(comm, rv, RINGO_CHANNEL_HOST_RING, around, 2, 1));
+  RINGO_CHECK(connect_plans(comm, rv, RINGO_CHANNEL_NET_RING, across, 2, 1));
+  RINGO_INFO(RINGO_LOG_INIT, "rank %d: two-level ring, place %d of %d on host %d of %d: host ring over %s, "
+             "across hosts from rank %d to rank %d over %s", comm->rank, i, per, h, hosts, comm->host_ring.send.tp->name,
+             comm->net_ring.recv.peer, comm->net_ring.send.peer, comm->net_ring.send.tp->name);
+  return ringoSuccess;
+}
+
 static void conn_close(struct ringo_conn* c) {
   if (c->link) c->tp->close(c->link);
   c->link = NULL;
@@ -249,6 +293,11 @@ void ringo_comm_free(ringoComm_t comm) {
     RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
   conn_close(&comm->send);
   conn_close(&comm->recv);
+  struct ringo_ring_links* two_level[2] = {&comm->host_ring, &comm->net_ring};
+  for (int k = 0; k < 2; k++) {
+    conn_close(&two_level[k]->send);
+    conn_close(&two_level[k]->recv);
+  }
   for (int r = 0; comm->star_to && r < comm->nranks; r++) conn_close(&comm->star_to[r]);
   for (int r = 0; comm->star_from && r < comm->nranks; r++) conn_close(&comm->star_from[r]);
   for (int k = 0; comm->gather_to && k < comm->gather_rounds; k++) conn_close(&comm->gather_to[k]);
@@ -288,6 +337,11 @@ void ringo_comm_fail(ringoComm_t comm, ringoResult_t res) {
   snprintf(msg, sizeof msg, "%s", ringo_thread_last_error());
   conn_poison(&comm->send, res, msg);
   conn_poison(&comm->recv, res, msg);
+  struct ringo_ring_links* two_level[2] = {&comm->host_ring, &comm->net_ring};
+  for (int k = 0; k < 2; k++) {
+    conn_poison(&two_level[k]->send, res, msg);
+    conn_poison(&two_level[k]->recv, res, msg);
+  }
   ringo_board_poison(comm, res, msg);
   for (int k = 0; k < comm->gather_rounds; k++) {
     if (comm->gather_to) conn_poison(&comm->gather_to[k], res, msg);
@@ -325,7 +379,7 @@ static uint64_t oneshot_allowed(const ringoComm_t comm) {
 /* The slot size every rank uses (the schedule slices chunks by it, so the ranks must agree): the
  * smallest RINGO_SLICE_BYTES any rank set, with a warning where they differ; unset everywhere, the
  * default for where the ring goes. Every rank computes it from the same rank infos. */
-static ringoResult_t agreed_slice_bytes(const ringoComm_t comm, size_t* out) {
+static ringoResult_t agreed_slice_bytes(const ringoComm_t comm, size_t* out, size_t* host_out) {
   uint64_t least = 0, most = 0;
   int unset = 0;
   for (int r = 0; r < comm->nranks; r++) {
@@ -342,6 +396,7 @@ static ringoResult_t agreed_slice_bytes(const ringoComm_t comm, size_t* out) {
     RINGO_WARN("ranks set RINGO_SLICE_BYTES differently (%llu .. %llu bytes%s): every rank uses %llu",
                (unsigned long long)least, (unsigned long long)most, unset ? ", or unset" : "", (unsigned long long)least);
   *out = least ? (size_t)least : ringo_comm_net_turns(comm) ? RINGO_SLICE_ACROSS_HOSTS : RINGO_SLICE_ONE_HOST;
+  *host_out = least ? (size_t)least : RINGO_SLICE_ONE_HOST; /* a ring that stays on the host */
   return ringoSuccess;
 }
 
@@ -358,10 +413,12 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);
   comm->spans_hosts = spans_hosts(comm);
-  RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes));
+  size_t host_slot = 0;
+  RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes, &host_slot));
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
   if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));
   if (comm->nranks > 1) RINGO_CHECK(connect_gather(comm, rv));
+  if (comm->nranks > 1) RINGO_CHECK(connect_two_level(comm, rv, host_slot));
   RINGO_CHECK(ringo_p2p_setup(comm, rv));
   RINGO_CHECK(ringo_board_setup(comm, rv));
   RINGO_CHECK(ringo_device_setup(comm, rv));

@@ -87,6 +87,20 @@ int ringo_schedule(enum ringo_coll coll, int nranks, int pos, int root_pos, stru
   return n;
 }
 
+int ringo_owned_chunk(int nranks, int pos) { return ringo_rs_recv_chunk(nranks, pos, nranks - 2); }
+
+int ringo_schedule_half(enum ringo_half half, int nranks, int pos, struct ringo_step* steps) {
+  int n = 0;
+  if (nranks <= 1) return 0;
+  if (half == RINGO_HALF_REDUCE_SCATTER) {
+    reduce_scatter_steps(nranks, pos, 0, steps, &n);
+  } else {
+    put(steps, &n, RINGO_PRIM_SEND, ringo_owned_chunk(nranks, pos));
+    all_gather_steps(nranks, pos, steps, &n);
+  }
+  return n;
+}
+
 void ringo_chunk_range(size_t count, int nchunks, int c, size_t* off, size_t* len) {
   const size_t n = (size_t)nchunks, base = count / n, extra = count % n, i = (size_t)c;
   *off = i * base + (i < extra ? i : extra);

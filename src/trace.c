@@ -57,10 +57,16 @@ static const char* prim_name(enum ringo_prim p) {
 
 /* Step t of an all-reduce of N ranks is reduce-scatter step t for t < N-1 (its send), and the
  * receive of all-gather step t-N+1 after that: name it the way the seed does. */
-static void step_label(const struct ringo_trace* t, const struct ringo_trace_event* e, char* buf, size_t cap) {
-  if (e->coll == RINGO_COLL_ALLREDUCE)
-    snprintf(buf, cap, "%s step %d", e->step < t->nranks - 1 ? "reduce-scatter" : "all-gather",
-             e->step < t->nranks - 1 ? e->step : e->step - (t->nranks - 1));
+static void step_label(const struct ringo_trace_event* e, char* buf, size_t cap) {
+  /* The two-level ring's walks (trace.h): the host ring's halves count their own steps; across
+   * hosts it is an all-reduce of the ranks at one place of every host, named as one. */
+  static const char* const where[] = {"", "host ", "across hosts ", "host "};
+  const int n = e->ring_size, level = e->level >= 0 && e->level <= 3 ? e->level : 0;
+  if (level == 1 || level == 3)
+    snprintf(buf, cap, "host %s step %d", level == 1 ? "reduce-scatter" : "all-gather", e->step);
+  else if (e->coll == RINGO_COLL_ALLREDUCE)
+    snprintf(buf, cap, "%s%s step %d", where[level], e->step < n - 1 ? "reduce-scatter" : "all-gather",
+             e->step < n - 1 ? e->step : e->step - (n - 1));
   else
     snprintf(buf, cap, "%s step %d", coll_name(e->coll), e->step);
 }
@@ -74,7 +80,7 @@ static void write_events(const struct ringo_trace* t, FILE* f, int empty) {
     const struct ringo_trace_event* e = &t->ev[i];
     char label[64];
     if (e->oneshot) snprintf(label, sizeof label, "one-shot");
-    else step_label(t, e, label, sizeof label);
+    else step_label(e, label, sizeof label);
     fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
                "\"args\":{\"seq\":%llu,\"prim\":\"%s\",\"chunk\":%d,\"slice\":%zu,\"bytes\":%zu,"
                "\"from\":%d,\"to\":%d}}",

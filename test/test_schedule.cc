@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 extern "C" {
@@ -25,31 +26,36 @@ struct Replay {
   std::vector<std::vector<int>> order;
 };
 
+using Held = std::vector<std::vector<Mask>>;  // held[p][c]: what position p holds of chunk c
+
 // Runs every position's steps in lock-step: the message position p sends at step t is what p+1
-// receives at step t+1, and must be about the same chunk.
-Replay replay(enum ringo_coll coll, int nranks, int root) {
-  Replay r{nranks, std::vector<std::vector<Mask>>(nranks, std::vector<Mask>(nranks, kNone)),
-           std::vector<int>(nranks), std::vector<int>(nranks), std::vector<std::vector<int>>(nranks)};
+// receives at step t+1, and must be about the same chunk. schedule(p, steps) fills p's steps. A
+// step that sends without receiving sends p's own input, or with `held`, what p holds of the chunk
+// (the all-gather half starts from what the reduce-scatter left); `input` is p's own input.
+Replay replay_steps(const std::function<int(int, ringo_step*)>& schedule, int nranks, bool chain, int root,
+                    const Held* held = nullptr, const std::vector<Mask>* input = nullptr) {
+  // What a position holds is already in its output (the all-gather half sends it from there).
+  Replay r{nranks, held ? *held : Held(nranks, std::vector<Mask>(nranks, kNone)), std::vector<int>(nranks),
+           std::vector<int>(nranks), std::vector<std::vector<int>>(nranks)};
   std::vector<std::vector<ringo_step>> steps(nranks, std::vector<ringo_step>(RINGO_MAX_STEPS(nranks) + 1));
   std::vector<int> n(nranks);
   int most = 0;
   for (int p = 0; p < nranks; p++) {
-    n[p] = ringo_schedule(coll, nranks, p, root, steps[p].data());
+    n[p] = schedule(p, steps[p].data());
     most = std::max(most, n[p]);
   }
   // in flight from p to p+1: (chunk, mask), one slot deep per step is all the ring ever needs.
   std::vector<int> fly_chunk(nranks, -1);
   std::vector<Mask> fly_mask(nranks, kNone);
-  const bool chain = coll == RINGO_COLL_BROADCAST || coll == RINGO_COLL_REDUCE;
   for (int t = 0; t < (chain ? nranks : most); t++) {
     std::vector<int> next_chunk(nranks, -1);
     std::vector<Mask> next_mask(nranks, kNone);
     for (int p = 0; p < nranks; p++) {
-      int idx = chain ? (ringo_mod(p - (coll == RINGO_COLL_BROADCAST ? root : root + 1), nranks) == t ? 0 : -1) : t;
+      int idx = chain ? (ringo_mod(p - root, nranks) == t ? 0 : -1) : t;
       if (idx < 0 || idx >= n[p]) continue;
       const ringo_step st = steps[p][idx];
       const int prev = ringo_mod(p - 1, nranks);
-      Mask in = Mask(1) << p, recv = kNone, value = kNone;
+      Mask in = input ? (*input)[p] : Mask(1) << p, recv = kNone, value = kNone;
       bool receives = st.prim != RINGO_PRIM_SEND && st.prim != RINGO_PRIM_COPY_SEND;
       if (receives) {
         EXPECT_EQ(fly_chunk[prev], st.chunk) << "position " << p << " step " << idx;
@@ -59,8 +65,8 @@ Replay replay(enum ringo_coll coll, int nranks, int root) {
       }
       switch (st.prim) {
         case RINGO_PRIM_SEND: case RINGO_PRIM_COPY_SEND:
-          value = in;
-          if (st.prim == RINGO_PRIM_SEND) r.order[st.chunk].push_back(p);
+          value = held ? (*held)[p][st.chunk] : in;
+          if (st.prim == RINGO_PRIM_SEND && !held) r.order[st.chunk].push_back(p);
           break;
         case RINGO_PRIM_RECV_REDUCE_SEND: case RINGO_PRIM_RECV_REDUCE_COPY_SEND:
         case RINGO_PRIM_RECV_REDUCE_COPY:
@@ -85,6 +91,13 @@ Replay replay(enum ringo_coll coll, int nranks, int root) {
     fly_mask = next_mask;
   }
   return r;
+}
+
+Replay replay(enum ringo_coll coll, int nranks, int root) {
+  const bool chain = coll == RINGO_COLL_BROADCAST || coll == RINGO_COLL_REDUCE;
+  const int first = coll == RINGO_COLL_REDUCE ? root + 1 : root;  // where a chain starts
+  return replay_steps([&](int p, ringo_step* st) { return ringo_schedule(coll, nranks, p, root, st); }, nranks, chain,
+                      chain ? ringo_mod(first, nranks) : 0);
 }
 
 Mask all_ranks(int n) { return n == 64 ? ~Mask(0) : (Mask(1) << n) - 1; }
@@ -170,6 +183,79 @@ TEST(Schedule, ReduceStartIsTheRingsOrder) {
             EXPECT_EQ(r.order[c][k], ringo_mod(start + k, n)) << "coll " << coll << " n " << n << " root " << root
                                                                << " chunk " << c << " input " << k;
         }
+      }
+    }
+  }
+}
+
+// The halves alone: the reduce-scatter half leaves position p with chunk ringo_owned_chunk(n, p) of
+// every input, combined in the all-reduce's order; the all-gather half, started from just that,
+// gives every position every chunk. Each half sends and receives N-1 chunks.
+TEST(Schedule, HalvesMakeAnAllReduce) {
+  for (int n = 2; n <= 64; n++) {
+    const Replay rs = replay_steps(
+        [n](int p, ringo_step* st) { return ringo_schedule_half(RINGO_HALF_REDUCE_SCATTER, n, p, st); }, n, false, 0);
+    const Replay whole = replay(RINGO_COLL_ALLREDUCE, n, 0);
+    for (int p = 0; p < n; p++) {
+      EXPECT_EQ(ringo_owned_chunk(n, p), (p + 1) % n);
+      for (int c = 0; c < n; c++)
+        EXPECT_EQ(rs.out[p][c], c == ringo_owned_chunk(n, p) ? all_ranks(n) : kNone) << "n=" << n << " p=" << p;
+      EXPECT_EQ(rs.sends[p], n - 1);
+      EXPECT_EQ(rs.recvs[p], n - 1);
+    }
+    EXPECT_EQ(rs.order, whole.order) << "n=" << n;
+    const Replay ag = replay_steps(
+        [n](int p, ringo_step* st) { return ringo_schedule_half(RINGO_HALF_ALL_GATHER, n, p, st); }, n, false, 0,
+        &rs.out);
+    for (int p = 0; p < n; p++) {
+      for (int c = 0; c < n; c++) EXPECT_EQ(ag.out[p][c], all_ranks(n)) << "n=" << n << " p=" << p << " c=" << c;
+      EXPECT_EQ(ag.sends[p], n - 1);
+      EXPECT_EQ(ag.recvs[p], n - 1);
+    }
+  }
+  ringo_step st[1];
+  EXPECT_EQ(ringo_schedule_half(RINGO_HALF_ALL_GATHER, 1, 0, st), 0);
+}
+
+// The two-level ring (L ranks on each of H hosts): the reduce-scatter half around each host, an
+// all-reduce across hosts of each owned chunk among the ranks at the same place, the all-gather half
+// around each host. Every rank ends with every rank's input in every chunk, each counted once.
+TEST(Schedule, TwoLevelRingIsAnAllReduce) {
+  for (int hosts = 2; hosts <= 5; hosts++) {
+    for (int per = 2; per <= 5; per++) {
+      // Rank h * per + i: place i on host h. Each host's reduce-scatter, on masks of global ranks.
+      std::vector<Held> after_rs(hosts);
+      for (int h = 0; h < hosts; h++) {
+        std::vector<Mask> input(per);
+        for (int i = 0; i < per; i++) input[i] = Mask(1) << (h * per + i);
+        after_rs[h] = replay_steps(
+            [per](int i, ringo_step* st) { return ringo_schedule_half(RINGO_HALF_REDUCE_SCATTER, per, i, st); }, per,
+            false, 0, nullptr, &input).out;
+      }
+      // Across hosts, place i all-reduces its owned chunk: every host's part of it, combined.
+      std::vector<Held> held(hosts, Held(per, std::vector<Mask>(per, kNone)));
+      for (int i = 0; i < per; i++) {
+        const int c = ringo_owned_chunk(per, i);
+        std::vector<Mask> input(hosts);
+        for (int h = 0; h < hosts; h++) input[h] = after_rs[h][i][c];
+        const Replay across = replay_steps(
+            [hosts](int h, ringo_step* st) { return ringo_schedule(RINGO_COLL_ALLREDUCE, hosts, h, 0, st); }, hosts,
+            false, 0, nullptr, &input);
+        for (int h = 0; h < hosts; h++) {
+          Mask whole = kNone;  // the sub-chunks of chunk c this place holds, all of them the same
+          for (int s = 0; s < hosts; s++) {
+            EXPECT_EQ(across.out[h][s], all_ranks(hosts * per)) << "hosts " << hosts << " per " << per;
+            whole |= across.out[h][s];
+          }
+          held[h][i][c] = whole;
+        }
+      }
+      for (int h = 0; h < hosts; h++) {
+        const Replay ag = replay_steps(
+            [per](int i, ringo_step* st) { return ringo_schedule_half(RINGO_HALF_ALL_GATHER, per, i, st); }, per,
+            false, 0, &held[h]);
+        for (int i = 0; i < per; i++)
+          for (int c = 0; c < per; c++) EXPECT_EQ(ag.out[i][c], all_ranks(hosts * per)) << "host " << h << " place " << i;
       }
     }
   }

@@ -36,6 +36,14 @@ struct ringo_p2p_peer {
   uint64_t sent, received;
 };
 
+/* A ring of the two-level ring (collectives.c): this rank's two links in it, its size and this
+ * rank's place in it, and the slot size of its links. n == 0: there is none. */
+struct ringo_ring_links {
+  struct ringo_conn send, recv;
+  int n, pos;
+  size_t slot_bytes;
+};
+
 struct ringoComm {
   int nranks, rank;
   int pos;                      /* this rank's position in the ring */
@@ -56,6 +64,10 @@ struct ringoComm {
   int gather_rounds;
   size_t gather_bytes;
   char* gather_buf;
+  /* The two-level ring of a communicator under RINGO_ALGO=auto whose hosts (two or more) each hold
+   * the same number of ranks (two or more): an all-reduce goes around this rank's host (host_ring),
+   * across hosts among the ranks at the same place on theirs (net_ring), and around the host again. */
+  struct ringo_ring_links host_ring, net_ring;
   struct ringo_rank_info* info; /* info[rank], from init */
   struct ringo_p2p_peer* p2p;   /* p2p[peer] */
   void* mailbox;                /* this host's point-to-point mailbox segment (p2p.c), or NULL */

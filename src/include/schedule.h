@@ -51,6 +51,17 @@ struct ringo_step {
  * the receive of the step before, giving 2N-1 steps, 2N-2 of them sending. */
 int ringo_schedule(enum ringo_coll coll, int nranks, int pos, int root_pos, struct ringo_step* steps);
 
+/* An all-reduce's two halves on their own, as the two-level ring (collectives.c) runs them around
+ * the ring of one host, with an all-reduce across hosts in between. The reduce-scatter half is the
+ * all-reduce's first N steps, the last one keeping the value (RECV_REDUCE_COPY), after which
+ * position pos holds chunk ringo_owned_chunk(N, pos); the all-gather half starts by sending that
+ * chunk from the output (SEND) and is the all-reduce's remaining N-1 steps. The chunks are the
+ * all-reduce's (ringo_chunk_range over N). Returns the number of steps (0 when nranks == 1). */
+enum ringo_half { RINGO_HALF_REDUCE_SCATTER, RINGO_HALF_ALL_GATHER };
+int ringo_schedule_half(enum ringo_half half, int nranks, int pos, struct ringo_step* steps);
+/* The chunk position pos holds, fully reduced, after the reduce-scatter: pos + 1. */
+int ringo_owned_chunk(int nranks, int pos);
+
 /* Chunk c of N over count elements: [off, off + len); the count % N extra elements go one each
  * to the first chunks. count < N and count == 0 are legal (some chunks are empty). */
 void ringo_chunk_range(size_t count, int nchunks, int c, size_t* off, size_t* len);

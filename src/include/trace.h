@@ -13,7 +13,7 @@
 
 struct ringo_trace;
 
-/* One event: rank ran step `step` (of the schedule of `coll`) on slice `round` of `chunk`,
+/* One event: rank ran step `step` (of the schedule of `coll`, or of a walk of the two-level ring) on slice `round` of `chunk`,
  * receiving from recv_peer and/or sending to send_peer (-1: none), bytes of payload, from t0 to t1
  * (ringo_now() seconds). seq numbers the communicator's collectives from 0. A one-shot collective
  * (oneshot.c) is one event with oneshot set: bytes it read from its peers, no step, chunk or peer. */
@@ -22,6 +22,8 @@ struct ringo_trace_event {
   enum ringo_prim prim;
   uint64_t seq;
   int step, chunk, recv_peer, send_peer;
+  int level;     /* 0: the ring; the two-level ring's walks: 1 host reduce-scatter, 2 across hosts, 3 host all-gather */
+  int ring_size; /* ranks of the ring the step went around */
   size_t round, bytes;
   double t0, t1;
   int oneshot;

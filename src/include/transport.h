@@ -38,7 +38,10 @@ struct ringo_link_params {
                                   thread: its waits may give MPI turns (ringo_net_progress) */
 };
 
-enum { RINGO_CHANNEL_RING = 0, RINGO_CHANNEL_STAR = 1, RINGO_CHANNEL_P2P = 2, RINGO_CHANNEL_GATHER = 3 };
+enum {
+  RINGO_CHANNEL_RING = 0, RINGO_CHANNEL_STAR = 1, RINGO_CHANNEL_P2P = 2, RINGO_CHANNEL_GATHER = 3,
+  RINGO_CHANNEL_HOST_RING = 4, RINGO_CHANNEL_NET_RING = 5 /* the two-level ring's (comm.h) */
+};
 
 struct ringo_transport {
   const char* name;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -141,6 +142,46 @@ bool LinkLogOn() {
   return info && (!subsys || strcasestr(subsys, "INIT") || strcasestr(subsys, "ALL"));
 }
 
+// Ranks per host where every host of the ring holds as many (0 where they differ).
+int RanksPerHost(const std::vector<int>& ring, const std::vector<std::string>& host) {
+  const int n = static_cast<int>(ring.size());
+  int per = 1;
+  while (per < n && host[ring[per]] == host[ring[0]]) per++;
+  if (n % per != 0) return 0;
+  for (int p = per; p < n; p++)
+    if (host[ring[p]] != host[ring[p - p % per]] || (p % per == 0 && host[ring[p]] == host[ring[p - 1]])) return 0;
+  return per;
+}
+
+// The two-level ring is made exactly where RINGO_ALGO=auto meets hosts (two or more) that each hold
+// the same number of ranks (two or more): then its line names this rank's place, its host, and
+// the ranks at its place on the previous and next host.
+void CheckTwoLevel(const std::string& log, const RingConfig& cfg, int r, const std::vector<std::string>& host,
+                   const std::vector<int>& ring, int pos) {
+  const int per = RanksPerHost(ring, host);
+  const bool auto_algo = cfg.oneshot && !getenv("RINGO_ALGO");
+  const size_t at = log.find("two-level ring, place ");
+  if (!auto_algo || per < 2 || per == cfg.n) {
+    EXPECT_EQ(at, std::string::npos) << "a two-level ring where none is due, rank " << r << ":\n" << log;
+    return;
+  }
+  ASSERT_NE(at, std::string::npos) << "no two-level ring in the INIT log of rank " << r << ":\n" << log;
+  const int hosts = cfg.n / per, h = pos / per, i = pos % per;
+  int place = -1, of = -1, on = -1, of_hosts = -1, from = -1, to = -1;
+  char hk[16] = "", nk[16] = "";
+  ASSERT_EQ(sscanf(log.c_str() + at, "two-level ring, place %d of %d on host %d of %d: host ring over %15[a-z], "
+                   "across hosts from rank %d to rank %d over %15[a-z]", &place, &of, &on, &of_hosts, hk, &from, &to, nk),
+            8) << log;
+  EXPECT_EQ(place, i);
+  EXPECT_EQ(of, per);
+  EXPECT_EQ(on, h);
+  EXPECT_EQ(of_hosts, hosts);
+  EXPECT_EQ(from, ring[(h + hosts - 1) % hosts * per + i]) << "rank " << r;
+  EXPECT_EQ(to, ring[(h + 1) % hosts * per + i]) << "rank " << r;
+  EXPECT_STREQ(hk, cfg.transport ? cfg.transport : "shm");
+  EXPECT_STREQ(nk, cfg.transport ? cfg.transport : "mpi");
+}
+
 // Checks this rank's INIT log: its ring position and the peer and transport of both links.
 void CheckLinks(const std::string& log, const RingConfig& cfg, int r, const std::vector<std::string>& host) {
   const std::vector<int> ring = ExpectedRing(cfg.n, host);
@@ -157,6 +198,7 @@ void CheckLinks(const std::string& log, const RingConfig& cfg, int r, const std:
   EXPECT_EQ(got_next, next) << "next rank in the ring of rank " << r;
   EXPECT_STREQ(rk, kind(prev)) << "transport of the link from rank " << prev << " to rank " << r;
   EXPECT_STREQ(sk, kind(next)) << "transport of the link from rank " << r << " to rank " << next;
+  CheckTwoLevel(log, cfg, r, host, ring, pos);
   const size_t ready = log.find("ready at ring position ");
   ASSERT_NE(ready, std::string::npos) << log;
   ASSERT_EQ(sscanf(log.c_str() + ready, "ready at ring position %d", &got_pos), 1);
@@ -282,8 +324,10 @@ TEST_P(MpiRingTest, EveryCollectiveTypeAndOpIsExact) {
 }
 
 // (a) every link over MPI; (b) fake hosts given to ranks out of order, so the ring is reordered
-// and mixes shm and MPI links — both allow the one-shot path, which must not be taken (no board:
-// the counters show the ring's law); (c) one real host, every link shm, under mpirun: the ring
+// and mixes shm and MPI links — both allow the one-shot path, but there is no board (the counters
+// show the law of the path each case took): small all-reduces take the gather path, larger ones
+// the two-level ring where every host holds as many ranks (hosts2x2, 4x2, 3x2, 2x3; _flat: with
+// RINGO_ALGO=ring, the one ring); (c) one real host, every link shm, under mpirun: the ring
 // alone, or small cases one-shot (up to 4 KiB of input; shm8: every case but the six large ones).
 const RingConfig kRings[] = {
     {"mpi2", 2, "mpi", {}, "4K"},
@@ -293,6 +337,10 @@ const RingConfig kRings[] = {
     {"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"},
     {"hosts1_2_3", 6, nullptr, {2, 1, 2, 0, 1, 2}, "4K"},
     {"hosts4x2", 8, nullptr, {0, 1, 0, 1, 0, 1, 0, 1}, "4K"},
+    {"hosts3x2", 6, nullptr, {0, 1, 2, 0, 1, 2}, "4K"},      // two-level: 3 hosts of 2
+    {"hosts2x3", 6, nullptr, {1, 0, 1, 0, 1, 0}, "4K"},      // two-level: 2 hosts of 3
+    {"hosts2x2_flat", 4, nullptr, {0, 1, 0, 1}},              // RINGO_ALGO=ring: one ring across hosts
+    {"hosts4x2_flat", 8, nullptr, {0, 1, 0, 1, 0, 1, 0, 1}},
     {"shm2", 2, nullptr, {}},
     {"shm3", 3, nullptr, {}},
     {"shm4", 4, nullptr, {}},
@@ -627,19 +675,80 @@ TEST(MpiRing, GroupedSendRecvAllToAllOverEveryLinkKind) {
 // ring over MPI, and on the gather path (both counts under its threshold) across fake hosts.
 TEST(MpiRing, MismatchReachesEveryRankThroughPoisonedLinks) {
   if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
-  for (const RingConfig& cfg : {RingConfig{"mpi4", 4, "mpi", {}}, RingConfig{"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"}})
+  // The ring; the gather path (4 KiB and less); the two-level ring (hosts2x2 above 4 KiB).
+  const std::pair<RingConfig, size_t> runs[] = {{RingConfig{"mpi4", 4, "mpi", {}}, 1024},
+                                                {RingConfig{"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"}, 1024},
+                                                {RingConfig{"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"}, 200000}};
+  for (const auto& [cfg, count] : runs)
   ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
     ringoComm_t comm = InitRing(sub, cfg);
     if (!comm) return;
     const int r = CommRank(sub);
     std::vector<float> buf(1 << 18, 1.0f);
     const ringoResult_t res =
-        ringoAllReduce(buf.data(), buf.data(), r == 1 ? 1000 : 1024, ringoFloat32, ringoSum, comm, nullptr);
+        ringoAllReduce(buf.data(), buf.data(), r == 1 ? count - 24 : count, ringoFloat32, ringoSum, comm, nullptr);
     const std::string msg = ringoGetLastError(comm);
     EXPECT_EQ(ringoInvalidUsage, res) << cfg.name << ", rank " << r << ": " << ringo_mpi_test::ResultName(res) << ": "
                                       << msg;
     EXPECT_NE(std::string::npos, msg.find("collective mismatch")) << cfg.name << ", rank " << r << ": " << msg;
     ringoCommDestroy(comm);
+  });
+}
+
+// RINGO_TRACE on the two-level ring: each step is named after its walk, and its peers are the
+// rank's neighbours in that walk's ring: on the host ring (fake hosts {0, 1, 0, 1}, ring 0 2 1 3)
+// 0 and 2, 1 and 3; across hosts the ranks at the same place, 0 and 1, 2 and 3.
+TEST(MpiRing, TwoLevelRingTraceNamesItsWalks) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+    const int r = CommRank(sub);
+    char path[128] = "";
+    if (r == 0) snprintf(path, sizeof path, "/tmp/ringo-two-level-trace-%d.json", (int)getpid());
+    MPI_Bcast(path, sizeof path, MPI_CHAR, 0, sub);
+    if (r == 0) unlink(path);
+    MPI_Barrier(sub);
+    setenv("RINGO_TRACE", path, 1);
+    ringoComm_t comm = InitRing(sub, {"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"});
+    unsetenv("RINGO_TRACE");
+    if (!comm) return;
+    std::vector<float> buf(100000, float(r + 1));
+    EXPECT_EQ(ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, comm, nullptr), ringoSuccess)
+        << ringoGetLastError(comm);
+    EXPECT_EQ(buf[0], 10.0f);
+    EXPECT_EQ(buf.back(), 10.0f);
+    EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    MPI_Barrier(sub);  // every rank has appended its events
+    if (r != 0) return;
+    FILE* f = fopen(path, "r");
+    ASSERT_NE(f, nullptr) << path;
+    std::set<std::string> names;
+    const int host_peer[4] = {2, 3, 0, 1}, net_peer[4] = {1, 0, 3, 2};
+    char line[1024];
+    int events = 0;
+    while (fgets(line, sizeof line, f)) {
+      const char* name = strstr(line, "\"name\":\"");
+      const char *pid_at = strstr(line, "\"pid\":"), *from_at = strstr(line, "\"from\":");
+      if (!name || !pid_at || !from_at || strstr(line, "\"ph\":\"X\"") == nullptr) continue;
+      name += 8;
+      const std::string label(name, strchr(name, '"') - name);
+      int pid = -1, from = -2, to = -2;
+      ASSERT_EQ(sscanf(pid_at, "\"pid\":%d", &pid), 1) << line;
+      ASSERT_EQ(sscanf(from_at, "\"from\":%d,\"to\":%d", &from, &to), 2) << line;
+      ASSERT_TRUE(pid >= 0 && pid < 4) << line;
+      const int peer = label.rfind("across hosts ", 0) == 0 ? net_peer[pid] : host_peer[pid];
+      EXPECT_TRUE(from == -1 || from == peer) << line;
+      EXPECT_TRUE(to == -1 || to == peer) << line;
+      names.insert(label);
+      events++;
+    }
+    fclose(f);
+    unlink(path);
+    const std::set<std::string> expected = {
+        "host reduce-scatter step 0",      "host reduce-scatter step 1",   "across hosts reduce-scatter step 0",
+        "across hosts all-gather step 0", "across hosts all-gather step 1", "host all-gather step 0",
+        "host all-gather step 1"};
+    EXPECT_EQ(names, expected);
+    EXPECT_GT(events, 4 * 7);
   });
 }
 
