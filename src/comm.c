@@ -256,7 +256,9 @@ static int ranks_per_host(const ringoComm_t comm) {
  * host block; across hosts, from and to the rank at the same place of the previous and next block. */
 static ringoResult_t connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv, size_t host_slot) {
   const int n = comm->nranks, per = ranks_per_host(comm);
-  if (strcmp(comm->env.algo, "auto") != 0 || !comm->spans_hosts || per < 2 || per == n) return ringoSuccess;
+  int every_auto = 1; /* from the rank infos, so every rank makes the same links */
+  for (int r = 0; r < n; r++) every_auto &= comm->info[r].algo == RINGO_ALGO_AUTO;
+  if (!every_auto || !comm->spans_hosts || per < 2 || per == n) return ringoSuccess;
   const int hosts = n / per, h = comm->pos / per, i = comm->pos % per;
   comm->host_ring = (struct ringo_ring_links){.n = per, .pos = i, .slot_bytes = host_slot};
   comm->net_ring = (struct ringo_ring_links){.n = hosts, .pos = h, .slot_bytes = comm->slot_bytes};
@@ -400,9 +402,27 @@ static ringoResult_t agreed_slice_bytes(const ringoComm_t comm, size_t* out, siz
   return ringoSuccess;
 }
 
+/* RINGO_ALGO=naive makes links the others must make too: every rank or none. Every rank decides
+ * from the same rank infos, so all fail alike, before any link is made. */
+static ringoResult_t agreed_naive(const ringoComm_t comm) {
+  int naive = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    const int32_t a = comm->info[r].algo;
+    if (a != RINGO_ALGO_AUTO && a != RINGO_ALGO_RING && a != RINGO_ALGO_NAIVE)
+      return ringo_fail(ringoRemoteError, "rank %d reports RINGO_ALGO code %d (expected 0..2)", r, (int)a);
+    naive += a == RINGO_ALGO_NAIVE;
+  }
+  if (naive != 0 && naive != comm->nranks)
+    return ringo_fail(ringoInvalidUsage, "RINGO_ALGO=naive is set on %d of the %d ranks: set it on every rank or on "
+                      "none (this rank: %s)", naive, comm->nranks, comm->env.algo);
+  return ringoSuccess;
+}
+
 static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+  const int32_t algo = comm->algo_naive ? RINGO_ALGO_NAIVE
+                       : strcmp(comm->env.algo, "ring") == 0 ? RINGO_ALGO_RING : RINGO_ALGO_AUTO;
   struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank, .oneshot_bytes = oneshot_allowed(comm),
-                                 .slice_bytes = comm->env.slice_bytes};
+                                 .slice_bytes = comm->env.slice_bytes, .algo = algo};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
   comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);
   comm->ring = calloc((size_t)comm->nranks, sizeof(int));
@@ -413,6 +433,7 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);
   comm->spans_hosts = spans_hosts(comm);
+  RINGO_CHECK(agreed_naive(comm));
   size_t host_slot = 0;
   RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes, &host_slot));
   if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));

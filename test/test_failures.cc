@@ -50,7 +50,7 @@ Options short_timeout(double timeout_s) {
 // before any link is sized by it: a 64-byte slice held no element after its header (SIGFPE), a
 // 1-byte one wrapped the payload size (SIGSEGV). Rank 0 of 2 here, over a rendezvous (comm.h's
 // struct ringo_rendezvous, which C++ cannot include) that hands it its own info back as rank 1's
-// with the last field, the slice size, forged.
+// with one field forged.
 extern "C" {
 struct RendezvousShim {
   void* ctx;
@@ -61,16 +61,25 @@ ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const Re
                                 void (*tctx_free)(void*));
 }
 
-struct ForgedSlice {
-  uint64_t slice;
+// comm.h's struct ringo_rank_info, mirrored; the tests check the size the allgather sees.
+struct RankInfoShim {
+  char host[256];
+  int32_t pid, rank;
+  uint64_t oneshot_bytes, slice_bytes;
+  int32_t algo, unused;  // RINGO_ALGO: 0 auto, 1 ring, 2 naive
+};
+
+// Rank 1's rank info, as rank 0 receives it, with one field forged (offset and bytes of it).
+struct ForgedInfo {
+  size_t at, len;
+  uint64_t value;
   size_t info_bytes = 0;  // the rank info's size, as the first allgather saw it
   static ringoResult_t Allgather(void* ctx, const void* mine, size_t bytes, void* all) {
-    auto* f = static_cast<ForgedSlice*>(ctx);
+    auto* f = static_cast<ForgedInfo*>(ctx);
     if (f->info_bytes == 0) f->info_bytes = bytes;
     memcpy(all, mine, bytes);
     memcpy(static_cast<char*>(all) + bytes, mine, bytes);
-    // host[256], pid, rank, oneshot_bytes, then slice_bytes: the first round's last 8 bytes.
-    if (bytes == 256 + 4 + 4 + 8 + 8) memcpy(static_cast<char*>(all) + 2 * bytes - 8, &f->slice, 8);
+    if (bytes == sizeof(RankInfoShim)) memcpy(static_cast<char*>(all) + bytes + f->at, &f->value, f->len);
     return ringoSuccess;
   }
   static ringoResult_t Barrier(void*) { return ringoSuccess; }
@@ -78,13 +87,31 @@ struct ForgedSlice {
 
 TEST(Failures, ForgedSliceSizeFromAPeerIsRefused) {
   for (uint64_t slice : {uint64_t{1}, uint64_t{64}, uint64_t{4097}, uint64_t{1} << 40}) {
-    ForgedSlice forged{slice};
-    const RendezvousShim rv = {&forged, ForgedSlice::Allgather, ForgedSlice::Barrier};
+    ForgedInfo forged{offsetof(RankInfoShim, slice_bytes), 8, slice};
+    const RendezvousShim rv = {&forged, ForgedInfo::Allgather, ForgedInfo::Barrier};
     ringoComm_t comm = nullptr;
     EXPECT_EQ(ringo_comm_create(&comm, 2, 0, &rv, nullptr, nullptr), ringoRemoteError) << slice;
-    ASSERT_EQ(forged.info_bytes, 280u) << "struct ringo_rank_info changed: update this test's offsets";
+    ASSERT_EQ(forged.info_bytes, sizeof(RankInfoShim)) << "struct ringo_rank_info changed: update RankInfoShim";
     EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("rank 1 reports a slice of"), std::string::npos)
         << slice << ": " << ringoGetLastError(nullptr);
+    EXPECT_EQ(comm, nullptr);
+  }
+}
+
+// The ranks agree on RINGO_ALGO through their infos (it decides which links they make): a code
+// that is none of auto, ring and naive is refused; naive on one rank only is refused by every rank.
+TEST(Failures, ForgedOrUnevenAlgoFromAPeerIsRefused) {
+  const std::pair<int32_t, const char*> cases[] = {{7, "rank 1 reports RINGO_ALGO code 7"},
+                                                   {-1, "rank 1 reports RINGO_ALGO code -1"},
+                                                   {2, "RINGO_ALGO=naive is set on 1 of the 2 ranks"}};
+  for (const auto& [code, says] : cases) {
+    ForgedInfo forged{offsetof(RankInfoShim, algo), 4, static_cast<uint32_t>(code)};
+    const RendezvousShim rv = {&forged, ForgedInfo::Allgather, ForgedInfo::Barrier};
+    ringoComm_t comm = nullptr;
+    EXPECT_NE(ringo_comm_create(&comm, 2, 0, &rv, nullptr, nullptr), ringoSuccess) << code;
+    ASSERT_EQ(forged.info_bytes, sizeof(RankInfoShim)) << "struct ringo_rank_info changed: update RankInfoShim";
+    EXPECT_NE(std::string(ringoGetLastError(nullptr)).find(says), std::string::npos)
+        << code << ": " << ringoGetLastError(nullptr);
     EXPECT_EQ(comm, nullptr);
   }
 }

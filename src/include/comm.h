@@ -27,7 +27,11 @@ struct ringo_rank_info {
   int32_t rank;
   uint64_t oneshot_bytes; /* the largest one-shot input it allows (RINGO_ONESHOT_BYTES; 0: none) */
   uint64_t slice_bytes;   /* its RINGO_SLICE_BYTES, 0 when unset */
+  int32_t algo;           /* its RINGO_ALGO: RINGO_ALGO_AUTO, _RING or _NAIVE (the ranks must agree on the links) */
+  int32_t unused;
 };
+
+enum { RINGO_ALGO_AUTO = 0, RINGO_ALGO_RING = 1, RINGO_ALGO_NAIVE = 2 };
 
 /* Point-to-point state of one peer (p2p.c): the two links, made on first use, and how many
  * messages went each way (every slice carries its message's number). */

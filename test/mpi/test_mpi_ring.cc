@@ -675,23 +675,76 @@ TEST(MpiRing, GroupedSendRecvAllToAllOverEveryLinkKind) {
 // ring over MPI, and on the gather path (both counts under its threshold) across fake hosts.
 TEST(MpiRing, MismatchReachesEveryRankThroughPoisonedLinks) {
   if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
-  // The ring; the gather path (4 KiB and less); the two-level ring (hosts2x2 above 4 KiB).
-  const std::pair<RingConfig, size_t> runs[] = {{RingConfig{"mpi4", 4, "mpi", {}}, 1024},
-                                                {RingConfig{"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"}, 1024},
-                                                {RingConfig{"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"}, 200000}};
-  for (const auto& [cfg, count] : runs)
+  // The ring; the gather path (4 KiB and less); the two-level ring (hosts2x2 above 4 KiB). Rank 1
+  // calls another count (odd), or a broadcast, which takes the ring while the others go two-level:
+  // the mark a two-level all-reduce posts on the ring names it (collectives.c, off_ring).
+  struct Run {
+    RingConfig cfg;
+    size_t count, odd;
+    bool broadcast;
+  };
+  const RingConfig hosts2x2{"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"};
+  const Run runs[] = {{RingConfig{"mpi4", 4, "mpi", {}}, 1024, 1000, false},
+                      {hosts2x2, 1024, 1000, false},     // both gather
+                      {hosts2x2, 200000, 199976, false}, // both two-level
+                      {hosts2x2, 200000, 200000, true}}; // two-level against the ring
+  for (const auto& [cfg, count, odd, broadcast] : runs)
   ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
     ringoComm_t comm = InitRing(sub, cfg);
     if (!comm) return;
     const int r = CommRank(sub);
     std::vector<float> buf(1 << 18, 1.0f);
     const ringoResult_t res =
-        ringoAllReduce(buf.data(), buf.data(), r == 1 ? count - 24 : count, ringoFloat32, ringoSum, comm, nullptr);
+        broadcast && r == 1 ? ringoBroadcast(buf.data(), buf.data(), count, ringoFloat32, 0, comm, nullptr)
+                            : ringoAllReduce(buf.data(), buf.data(), r == 1 ? odd : count, ringoFloat32, ringoSum,
+                                             comm, nullptr);
     const std::string msg = ringoGetLastError(comm);
     EXPECT_EQ(ringoInvalidUsage, res) << cfg.name << ", rank " << r << ": " << ringo_mpi_test::ResultName(res) << ": "
                                       << msg;
     EXPECT_NE(std::string::npos, msg.find("collective mismatch")) << cfg.name << ", rank " << r << ": " << msg;
     ringoCommDestroy(comm);
+  });
+}
+
+// The links a communicator makes follow RINGO_ALGO, so the ranks agree on it through their rank
+// infos: one rank with RINGO_ALGO=ring keeps every rank off the two-level ring (and all of them
+// on the one ring, whose results and counters stay exact); RINGO_ALGO=naive on some ranks only is
+// refused by every rank, with the reason, before any link is made.
+TEST(MpiRing, RanksThatDifferOnRingoAlgoAgree) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+    const int r = CommRank(sub);
+    for (const char* odd : {"ring", "naive"}) {
+      setenv("RINGO_HOSTNAME", r % 2 ? "fakehost1" : "fakehost0", 1);
+      if (r == 3) setenv("RINGO_ALGO", odd, 1);
+      ringoComm_t comm = nullptr;
+      std::string log;
+      const ringoResult_t res = InitQuietly(&comm, sub, &log);
+      unsetenv("RINGO_HOSTNAME");
+      unsetenv("RINGO_ALGO");
+      if (strcmp(odd, "naive") == 0) {
+        EXPECT_EQ(res, ringoInvalidUsage) << "rank " << r;
+        EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("RINGO_ALGO=naive is set on 1 of the 4 ranks"),
+                  std::string::npos) << ringoGetLastError(nullptr);
+        if (comm) ringoCommDestroy(comm);
+        continue;
+      }
+      ASSERT_EQ(res, ringoSuccess) << "rank " << r << ": " << ringoGetLastError(nullptr);
+      if (LinkLogOn()) {
+        EXPECT_EQ(log.find("two-level ring"), std::string::npos) << log;
+      }
+      const size_t count = 200000;
+      std::vector<float> buf(count, float(r + 1));
+      ringoCommStats before{}, after{};
+      ringoCommGetStats(comm, &before);
+      EXPECT_EQ(ringoAllReduce(buf.data(), buf.data(), count, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess)
+          << ringoGetLastError(comm);
+      ringoCommGetStats(comm, &after);
+      EXPECT_EQ(buf[0], 10.0f);
+      EXPECT_EQ(buf[count - 1], 10.0f);
+      EXPECT_EQ(after.bytesSent - before.bytesSent, 2 * 3 * count * sizeof(float) / 4);
+      EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    }
   });
 }
 
