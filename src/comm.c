@@ -87,6 +87,20 @@ static int spans_hosts(const ringoComm_t comm) {
 }
 
 
+/* A two-level all-reduce posts a mark on the ring link to the next rank (collectives.c, off_ring):
+ * a next rank that called another collective names the mismatch there and poisons its links, but
+ * this rank waits on its two-level links, whose peers may be blocked on it and fail no one. So those
+ * waits also watch the ring link to the next rank (only the collective's thread waits on them). */
+static ringoResult_t ring_next_poisoned(void* ctx) {
+  const ringoComm_t comm = ctx;
+  const struct ringo_conn* next = &comm->send;
+  if (!next->link || !next->tp->peer_poisoned) return ringoSuccess;
+  const ringoResult_t res = next->tp->peer_poisoned(next->link);
+  if (res == ringoSuccess) return res;
+  return ringo_annotate(res, "%s [seen by rank %d on its ring link to rank %d while on the two-level ring]",
+                        ringo_thread_last_error(), comm->rank, next->peer);
+}
+
 void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
   /* A gather link carries one message per collective, and a rank runs at most one collective ahead
    * of a peer before it waits for it: two slots (connect_gather sizes them for their round). */
@@ -98,6 +112,10 @@ void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struc
                                   .ctx = comm->tctx, .channel = channel, .net_turns = ringo_comm_net_turns(comm),
                                   .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0
                                                   ? comm->info[peer].pid : 0};
+  if (channel == RINGO_CHANNEL_HOST_RING || channel == RINGO_CHANNEL_NET_RING) {
+    p->interrupt = ring_next_poisoned;
+    p->interrupt_ctx = comm;
+  }
 }
 
 static void log_ring(ringoComm_t comm, const struct ringo_rank_info* info) {

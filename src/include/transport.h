@@ -36,6 +36,11 @@ struct ringo_link_params {
                                   link, a star link and a point-to-point link between one pair apart */
   int net_turns;               /* the communicator has MPI links, so its calls already call MPI on this
                                   thread: its waits may give MPI turns (ringo_net_progress) */
+  /* Also ends a wait, between polls, with the error it returns (with its message set): another
+   * link the waiter's caller knows a failure would show on first (comm.c, the two-level ring's
+   * links). NULL: none. Called only on the waiting thread. */
+  ringoResult_t (*interrupt)(void* ctx);
+  void* interrupt_ctx;
 };
 
 enum {
@@ -87,6 +92,9 @@ struct ringo_transport {
   /* Tells the other end that this rank left on an error (code, msg): its waits end with that
    * error instead of a timeout. Best effort, never blocks; may be NULL (the peer times out). */
   void (*poison)(struct ringo_link* link, ringoResult_t code, const char* msg);
+  /* Never waits: the error the other end poisoned this link with (its code and message), or
+   * ringoSuccess. Either end may ask, whatever it is doing with the link. */
+  ringoResult_t (*peer_poisoned)(struct ringo_link* link);
 
   void (*close)(struct ringo_link* link);
 };

@@ -40,6 +40,8 @@ struct ringo_link {
   uint64_t count; /* slices posted (sender) or released (receiver) */
   double timeout_s;
   const atomic_int* abort_flag;
+  ringoResult_t (*interrupt)(void* ctx); /* the params' */
+  void* interrupt_ctx;
   char* bufs;
   MPI_Request* reqs;
   char* poison_out;         /* the poison message this end sent (MPI may still read it) */
@@ -139,6 +141,8 @@ static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, st
   l->slot_bytes = p->slot_bytes;
   l->timeout_s = p->timeout_s;
   l->abort_flag = p->abort_flag;
+  l->interrupt = p->interrupt;
+  l->interrupt_ctx = p->interrupt_ctx;
   l->tag = MPI_LINK_TAG + p->channel;
   for (int i = 0; i < p->nslots; i++) l->reqs[i] = MPI_REQUEST_NULL;
   l->poison_req = MPI_REQUEST_NULL;
@@ -261,6 +265,8 @@ static ringoResult_t check_poisoned(const struct ringo_link* l) {
   return ringo_fail((ringoResult_t)code, "%s", in + 4);
 }
 
+static ringoResult_t mpi_peer_poisoned(struct ringo_link* l) { return check_poisoned(l); }
+
 static ringoResult_t post_recv(struct ringo_link* l, int idx) {
   MPI_CHECK(MPI_Irecv(l->bufs + (size_t)idx * l->slot_bytes, (int)l->slot_bytes, MPI_BYTE, l->peer_rank,
                       l->tag, l->comm, &l->reqs[idx]), "MPI_Irecv", l);
@@ -311,6 +317,7 @@ static ringoResult_t wait_request(struct ringo_link* l, int idx, MPI_Status* sta
     if (i < l->spin) continue;
     if (i == l->spin) start = ringo_now();
     RINGO_CHECK(check_poisoned(l));
+    if (l->interrupt) RINGO_CHECK(l->interrupt(l->interrupt_ctx));
     if (l->abort_flag && atomic_load_explicit(l->abort_flag, memory_order_relaxed))
       return ringo_fail(ringoRemoteError, "rank %d: communicator aborted while waiting on the mpi link with rank %d",
                         l->self_rank, l->peer_rank);
@@ -417,6 +424,7 @@ const struct ringo_transport ringo_transport_mpi = {
     .poll = mpi_poll,
     .flush = mpi_flush,
     .poison = mpi_poison,
+    .peer_poisoned = mpi_peer_poisoned,
     .close = mpi_close,
 };
 #endif /* RINGO_HAVE_MPI */

@@ -99,6 +99,8 @@ struct ringo_link {
   double yield_s;         /* how long a waiter yields before it sleeps */
   int spin;
   const atomic_int* abort_flag;
+  ringoResult_t (*interrupt)(void* ctx); /* the params' */
+  void* interrupt_ctx;
   int net_turns;          /* from the params: this rank's calls on the link's communicator call MPI */
   int self_rank, peer_rank;
   int peer_pid;           /* from the params: whom to ask before the peer has attached (0: nobody) */
@@ -156,6 +158,8 @@ static struct ringo_link* link_new(const struct ringo_link_params* p, int is_rec
   l->spin = p->spin > 0 ? p->spin : 0;
   l->yield_s = p->yield_s > 0 ? p->yield_s : 0;
   l->abort_flag = p->abort_flag;
+  l->interrupt = p->interrupt;
+  l->interrupt_ctx = p->interrupt_ctx;
   l->net_turns = p->net_turns;
   l->self_rank = p->self_rank;
   l->peer_rank = p->peer_rank;
@@ -477,15 +481,21 @@ static pid_t peer_gone(const struct ringo_link* l) {
 }
 
 /* Everything that ends a wait other than the peer: poison, abort, deadline, a dead peer. */
+/* The error the link was poisoned with (by either end: a rank that poisons its links waits on
+ * none of them any more), or ringoSuccess. */
+static ringoResult_t poison_error(const struct ringo_link* l) {
+  if (atomic_load_explicit(&l->hdr->poisoned, memory_order_acquire) != 1) return ringoSuccess;
+  char msg[RINGO_POISON_MSG_BYTES];
+  memcpy(msg, l->hdr->poison_msg, sizeof msg);
+  msg[sizeof msg - 1] = '\0'; /* the peer wrote it: never trust it to be terminated */
+  ringoResult_t code = (ringoResult_t)atomic_load_explicit(&l->hdr->poison_code, memory_order_relaxed);
+  if (code <= ringoSuccess || code > ringoTimeout) code = ringoRemoteError;
+  return ringo_fail(code, "%s", msg);
+}
+
 static ringoResult_t check_wait(const struct ringo_link* l, double now, double start, double* next_alive) {
-  if (atomic_load_explicit(&l->hdr->poisoned, memory_order_acquire) == 1) {
-    char msg[RINGO_POISON_MSG_BYTES];
-    memcpy(msg, l->hdr->poison_msg, sizeof msg);
-    msg[sizeof msg - 1] = '\0'; /* the peer wrote it: never trust it to be terminated */
-    ringoResult_t code = (ringoResult_t)atomic_load_explicit(&l->hdr->poison_code, memory_order_relaxed);
-    if (code <= ringoSuccess || code > ringoTimeout) code = ringoRemoteError;
-    return ringo_fail(code, "%s", msg);
-  }
+  RINGO_CHECK(poison_error(l));
+  if (l->interrupt) RINGO_CHECK(l->interrupt(l->interrupt_ctx));
   if (l->abort_flag != NULL && atomic_load_explicit(l->abort_flag, memory_order_relaxed) != 0)
     return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting for rank %d to %s on shm link %d->%d",
                       l->self_rank, l->peer_rank, awaited(l), sender_rank(l), receiver_rank(l));
@@ -628,6 +638,8 @@ static ringoResult_t shm_flush(struct ringo_link* l) {
   return res;
 }
 
+static ringoResult_t shm_peer_poisoned(struct ringo_link* l) { return poison_error(l); }
+
 static void shm_poison(struct ringo_link* l, ringoResult_t code, const char* msg) {
   if (l == NULL) return;
   struct shm_header* h = l->hdr;
@@ -657,5 +669,6 @@ const struct ringo_transport ringo_transport_shm = {
     .poll = shm_poll,
     .flush = shm_flush,
     .poison = shm_poison,
+    .peer_poisoned = shm_peer_poisoned,
     .close = shm_close,
 };

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -704,6 +705,37 @@ TEST(MpiRing, MismatchReachesEveryRankThroughPoisonedLinks) {
     EXPECT_NE(std::string::npos, msg.find("collective mismatch")) << cfg.name << ", rank " << r << ": " << msg;
     ringoCommDestroy(comm);
   });
+}
+
+// One rank on the two-level ring among ranks on the one ring (another collective): the rank after it
+// names the mismatch from its mark, but the rank before it is blocked sending to it on the ring and
+// it waits for that rank on its host ring, so neither hears of it through their own links. Its
+// two-level waits watch its ring link to the next rank (comm.c), so every rank fails at once with
+// the mismatch. 2 hosts of 3, the odd rank at each place; all-gather and reduce-scatter.
+TEST(MpiRing, TwoLevelRankAmongRingRanksIsNamed) {
+  if (CommSize(MPI_COMM_WORLD) < 6) GTEST_SKIP() << "needs 6 ranks";
+  for (int odd : {0, 1, 2}) {
+    for (bool gather : {true, false}) {
+      ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 6, [](int r) { return r; }, [&](MPI_Comm sub) {
+        ringoComm_t comm = InitRing(sub, {"hosts2x3", 6, nullptr, {0, 0, 0, 1, 1, 1}, "4K"});
+        if (!comm) return;
+        const int r = CommRank(sub);
+        const size_t block = 65536;
+        std::vector<float> in(6 * block, 1.0f), out(6 * block, 0.0f);
+        const auto t0 = std::chrono::steady_clock::now();
+        ringoResult_t res;
+        if (r == odd) res = ringoAllReduce(in.data(), out.data(), 4 * block, ringoFloat32, ringoSum, comm, nullptr);
+        else if (gather) res = ringoAllGather(in.data(), out.data(), block, ringoFloat32, comm, nullptr);
+        else res = ringoReduceScatter(in.data(), out.data(), block, ringoFloat32, ringoSum, comm, nullptr);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::string msg = ringoGetLastError(comm);
+        EXPECT_EQ(res, ringoInvalidUsage) << "odd rank " << odd << ", rank " << r << ": " << msg;
+        EXPECT_NE(msg.find("collective mismatch"), std::string::npos) << "odd rank " << odd << ", rank " << r << ": " << msg;
+        EXPECT_LT(took, 5.0) << "odd rank " << odd << ", rank " << r;
+        ringoCommDestroy(comm);
+      });
+    }
+  }
 }
 
 // The links a communicator makes follow RINGO_ALGO, so the ranks agree on it through their rank
