@@ -32,14 +32,14 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.cc)
 TEST_SUPPORT ?= $(filter-out $(TEST_SRC),$(wildcard test/*.cc))
 TEST_BIN  := $(TEST_SRC:test/%.cc=$(BUILD)/test/%)
-# MPI suites (test/mpi/) are built with MPI and run under mpirun by .ci/run_tests.sh. The ring suite
+# MPI suites (test/mpi/) are built with MPI and run under mpirun by .ci/run_tests.sh. The ring and two-level suites
 # (and the staged suite's MpiTurns tests) run twice: with Open MPI's defaults (shared memory between
 # the ranks of this host), then over TCP, as between hosts, where a posted MPI send moves only while
 # its rank calls into MPI.
 MPI_TEST_SRC := $(if $(MPICC),$(wildcard test/mpi/test_*.cc))
 MPI_TEST_BIN := $(MPI_TEST_SRC:test/mpi/%.cc=$(BUILD)/test/mpi/%)
 MPI_TCP_RUN  := $(if $(MPICC),OMPI_MCA_btl=tcp$(comma)self $(BUILD)/test/mpi/test_mpi_ring \
-                $(BUILD)/test/mpi/test_mpi_staged@MpiTurns.*)
+                $(BUILD)/test/mpi/test_mpi_two_level $(BUILD)/test/mpi/test_mpi_staged@MpiTurns.*)
 # Gloo (libgloo-dev): ringo-bench --compare gloo, in bench/bench_gloo.cc, is built in when Gloo's headers
 # are found; GLOO=0 leaves it out.
 GLOO ?= 1
