@@ -14,10 +14,8 @@
 /* One walk of the host engine: a schedule around one ring's two links, over a region of the buffers
  * that it cuts into that ring's chunks. The flat ring is one walk over the whole call (run_ring);
  * the two-level ring is three (run_two_level). */
-enum walk_level { WALK_FLAT, WALK_HOST_RS, WALK_ACROSS, WALK_HOST_AG };
-
 struct walk {
-  enum walk_level level;
+  enum ringo_walk_level level;
   struct ringo_conn *send, *recv;
   int n, pos;                     /* the ring's size and this rank's place in it */
   enum ringo_coll coll;           /* whose chunk geometry (schedule.h): the call's, or all-reduce over the region */
@@ -223,14 +221,22 @@ static int gather_fits(const struct ringo_op* op) {
          op->count * ringo_type_size(op->type) <= comm->gather_bytes;
 }
 
-/* Says where a gather-path all-reduce failed, as step_failed does for the ring's steps. */
-static ringoResult_t gather_failed(const struct ringo_op* op, ringoResult_t res, int round) {
+/* Adds to the message of an error which collective this rank was in and where (`where`: its step
+ * or round), so a log line tells which rank waited on whom. An error passed on by a neighbour
+ * already says where it started: said once. */
+static ringoResult_t failed_at(const struct ringo_op* op, ringoResult_t res, const char* where) {
   char what[768], fp[160];
   snprintf(what, sizeof what, "%s", ringo_thread_last_error());
   if (strstr(what, " [in ringo") != NULL) return res;
   ringo_coll_describe(op, fp, sizeof fp);
-  return ringo_annotate(res, "%s [in %s, gather path round %d of rank %d (ring position %d)]", what, fp, round,
-                        op->comm->rank, op->comm->pos);
+  return ringo_annotate(res, "%s [in %s, %s]", what, fp, where);
+}
+
+static ringoResult_t gather_failed(const struct ringo_op* op, ringoResult_t res, int round) {
+  char where[96];
+  snprintf(where, sizeof where, "gather path round %d of rank %d (ring position %d)", round, op->comm->rank,
+           op->comm->pos);
+  return failed_at(op, res, where);
 }
 
 /* One round of the gather path: pass m inputs from ring position pos on to pos - d, take as many
@@ -302,14 +308,12 @@ static void trace_slice(const struct ringo_op* op, const struct walk* w, int t, 
   const int receives = ringo_prim_receives(st->prim), sends = ringo_prim_sends(st->prim);
   const struct ringo_trace_event ev = {
       .coll = op->coll, .prim = st->prim, .seq = op->seq, /* its own number, also when the proxy runs it later */
-      .step = t, .chunk = st->chunk, .level = (int)w->level, .ring_size = w->n,
+      .step = t, .chunk = st->chunk, .level = w->level, .ring_size = w->n,
       .recv_peer = receives ? w->recv->peer : -1, .send_peer = sends ? w->send->peer : -1,
       .round = round, .bytes = bytes, .t0 = t0, .t1 = ringo_now()};
   ringo_trace_record(op->comm->trace, &ev);
 }
 
-/* Adds where the ring was to the message of an error: which collective, which step and chunk,
- * which slice — so a log line tells which rank waited on whom, and when. */
 /* Names fused all-reduce step t of N ranks with the seed's steps: it receives what the previous
  * step sent and sends the next step's chunk (see schedule.h). */
 static void allreduce_step_name(int n, int t, char* buf, size_t cap) {
@@ -324,17 +328,14 @@ static void allreduce_step_name(int n, int t, char* buf, size_t cap) {
 static ringoResult_t step_failed(const struct ringo_op* op, const struct walk* w, ringoResult_t res, int t,
                                  size_t round) {
   static const char* const rings[] = {"ring", "host ring", "ring across hosts", "host ring"};
-  char what[768], fp[160], step[112];
-  snprintf(what, sizeof what, "%s", ringo_thread_last_error());
-  /* An error passed on by a neighbour already says where it started; say it once. */
-  if (strstr(what, " [in ringo") != NULL) return res;
-  ringo_coll_describe(op, fp, sizeof fp);
-  if (w->level == WALK_HOST_RS) snprintf(step, sizeof step, "reduce-scatter step %d", t);
-  else if (w->level == WALK_HOST_AG) snprintf(step, sizeof step, "all-gather step %d", t);
+  char step[112], where[256];
+  if (w->level == RINGO_WALK_HOST_RS) snprintf(step, sizeof step, "reduce-scatter step %d", t);
+  else if (w->level == RINGO_WALK_HOST_AG) snprintf(step, sizeof step, "all-gather step %d", t);
   else if (w->coll == RINGO_COLL_ALLREDUCE) allreduce_step_name(w->n, t, step, sizeof step);
   else snprintf(step, sizeof step, "step %d", t);
-  return ringo_annotate(res, "%s [in %s, %s of rank %d (%s position %d), chunk %d, slice %zu]", what, fp, step,
-                        op->comm->rank, rings[w->level], w->pos, w->steps[t].chunk, round);
+  snprintf(where, sizeof where, "%s of rank %d (%s position %d), chunk %d, slice %zu", step, op->comm->rank,
+           rings[w->level], w->pos, w->steps[t].chunk, round);
+  return failed_at(op, res, where);
 }
 
 /* Rounds of a walk: slices of its longest chunk. */
@@ -347,7 +348,7 @@ static size_t walk_rounds(const struct walk* w) {
 /* The flat ring: the call's schedule around the communicator's ring, over the whole buffers. */
 static struct walk flat_walk(const struct ringo_op* op, const struct ringo_step* steps, int nsteps) {
   const ringoComm_t comm = op->comm;
-  return (struct walk){WALK_FLAT, &comm->send, &comm->recv, comm->nranks, comm->pos, op->coll, op->count,
+  return (struct walk){RINGO_WALK_FLAT, &comm->send, &comm->recv, comm->nranks, comm->pos, op->coll, op->count,
                        op->sendbuff, op->recvbuff, slice_elems(comm, op->type), op->op, steps, nsteps};
 }
 
@@ -440,11 +441,11 @@ static ringoResult_t run_two_level(const struct ringo_op* op) {
   char* mine = (char*)op->recvbuff + off * esize;
   const size_t host_slice = slot_elems(host->slot_bytes, op->type), net_slice = slot_elems(net->slot_bytes, op->type);
   const struct walk walks[3] = {
-      {WALK_HOST_RS, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->sendbuff,
+      {RINGO_WALK_HOST_RS, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->sendbuff,
        op->recvbuff, host_slice, partial_op(op->op), rs, ringo_schedule_half(RINGO_HALF_REDUCE_SCATTER, host->n, host->pos, rs)},
-      {WALK_ACROSS, &net->send, &net->recv, net->n, net->pos, RINGO_COLL_ALLREDUCE, len, mine, mine, net_slice, op->op,
+      {RINGO_WALK_ACROSS, &net->send, &net->recv, net->n, net->pos, RINGO_COLL_ALLREDUCE, len, mine, mine, net_slice, op->op,
        across, ringo_schedule(RINGO_COLL_ALLREDUCE, net->n, net->pos, 0, across)},
-      {WALK_HOST_AG, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->recvbuff,
+      {RINGO_WALK_HOST_AG, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->recvbuff,
        op->recvbuff, host_slice, op->op, ag, ringo_schedule_half(RINGO_HALF_ALL_GATHER, host->n, host->pos, ag)}};
   for (int k = 0; k < 3; k++) RINGO_CHECK(walk_run(op, &walks[k]));
   return ringoSuccess;
@@ -455,22 +456,25 @@ static ringoResult_t run_two_level(const struct ringo_op* op) {
  * RINGO_TIMEOUT. So such an all-reduce first posts its fingerprint, without payload, on the ring
  * link to the next rank, and takes the previous rank's once it is done. A neighbour on the ring takes
  * the mark where its first slice is due, names the mismatch (the fingerprints differ) and poisons
- * every link it has, which ends the others' waits. It costs a message per all-reduce (about 10 us at
- * 16-64 KiB across hosts over TCP on this project's VM, nothing to see from 1 MiB), so the gather
- * path, all latency, goes without: there a rank on another path is caught by RINGO_TIMEOUT,
- * as is a two-level rank against a gathering one, or the one rank on the ring that never receives
- * (a broadcast's root, a reduce's first rank). */
-static ringoResult_t off_ring(const struct ringo_op* op, ringoResult_t (*path)(const struct ringo_op*)) {
+ * every link it has; this rank's two-level waits watch that link too (comm.c), since the rank before
+ * it may be blocked on it. It costs a message per all-reduce (about 10 us at 16-64 KiB across hosts
+ * over TCP on this project's VM, nothing to see from 1 MiB), so the gather path, all latency, goes
+ * without: there a rank on another path is caught by RINGO_TIMEOUT, as is a two-level rank against
+ * a gathering one, or one whose next rank on the ring never receives (a broadcast's root, a
+ * reduce's first rank). */
+static ringoResult_t run_two_level_marked(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   void* slot;
   const void* theirs;
   RINGO_CHECK(conn_send(op, &comm->send, &slot));
   RINGO_CHECK(conn_post(comm, &comm->send, 0));
-  RINGO_CHECK(path(op));
+  RINGO_CHECK(run_two_level(op));
   const ringoResult_t res = conn_recv(op, &comm->recv, 0, &theirs);
-  if (res != ringoSuccess)
-    return ringo_annotate(res, "%s [in the mark of a collective off the ring, from rank %d to rank %d]",
-                          ringo_thread_last_error(), comm->recv.peer, comm->rank);
+  if (res != ringoSuccess) {
+    char where[96];
+    snprintf(where, sizeof where, "the mark from rank %d to rank %d", comm->recv.peer, comm->rank);
+    return failed_at(op, res, where);
+  }
   RINGO_CHECK(conn_release(comm, &comm->recv, 0));
   return finish_sends(&comm->send);
 }
@@ -478,7 +482,7 @@ static ringoResult_t off_ring(const struct ringo_op* op, ringoResult_t (*path)(c
 static ringoResult_t run_engine(const struct ringo_op* op) {
   if (op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) return run_naive(op);
   if (gather_fits(op)) return run_gather(op);
-  if (two_level_fits(op)) return off_ring(op, run_two_level);
+  if (two_level_fits(op)) return run_two_level_marked(op);
   return run_ring(op);
 }
 

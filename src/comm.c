@@ -86,8 +86,7 @@ static int spans_hosts(const ringoComm_t comm) {
   return 0;
 }
 
-
-/* A two-level all-reduce posts a mark on the ring link to the next rank (collectives.c, off_ring):
+/* A two-level all-reduce posts a mark on the ring link to the next rank (collectives.c, run_two_level_marked):
  * a next rank that called another collective names the mismatch there and poisons its links, but
  * this rank waits on its two-level links, whose peers may be blocked on it and fail no one. So those
  * waits also watch the ring link to the next rank (only the collective's thread waits on them). */
@@ -294,7 +293,24 @@ static ringoResult_t connect_two_level(ringoComm_t comm, const struct ringo_rend
   return ringoSuccess;
 }
 
-static void conn_close(struct ringo_conn* c) {
+/* Calls fn on every link of comm's collectives: the ring, the two-level ring, the star and the
+ * gather path (the point-to-point links are p2p.c's). The one list the close and the poison walk. */
+static void each_coll_link(ringoComm_t comm, void (*fn)(struct ringo_conn*, void*), void* arg) {
+  struct ringo_conn* rings[] = {&comm->send, &comm->recv, &comm->host_ring.send, &comm->host_ring.recv,
+                                &comm->net_ring.send, &comm->net_ring.recv};
+  for (size_t i = 0; i < sizeof rings / sizeof rings[0]; i++) fn(rings[i], arg);
+  for (int r = 0; r < comm->nranks; r++) {
+    if (comm->star_to) fn(&comm->star_to[r], arg);
+    if (comm->star_from) fn(&comm->star_from[r], arg);
+  }
+  for (int k = 0; k < comm->gather_rounds; k++) {
+    if (comm->gather_to) fn(&comm->gather_to[k], arg);
+    if (comm->gather_from) fn(&comm->gather_from[k], arg);
+  }
+}
+
+static void conn_close(struct ringo_conn* c, void* unused) {
+  (void)unused;
   if (c->link) c->tp->close(c->link);
   c->link = NULL;
 }
@@ -311,17 +327,7 @@ void ringo_comm_free(ringoComm_t comm) {
   if (!ringo_device_free(comm)) return;
   if (comm->trace && ringo_trace_close(comm->trace) != ringoSuccess)
     RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
-  conn_close(&comm->send);
-  conn_close(&comm->recv);
-  struct ringo_ring_links* two_level[2] = {&comm->host_ring, &comm->net_ring};
-  for (int k = 0; k < 2; k++) {
-    conn_close(&two_level[k]->send);
-    conn_close(&two_level[k]->recv);
-  }
-  for (int r = 0; comm->star_to && r < comm->nranks; r++) conn_close(&comm->star_to[r]);
-  for (int r = 0; comm->star_from && r < comm->nranks; r++) conn_close(&comm->star_from[r]);
-  for (int k = 0; comm->gather_to && k < comm->gather_rounds; k++) conn_close(&comm->gather_to[k]);
-  for (int k = 0; comm->gather_from && k < comm->gather_rounds; k++) conn_close(&comm->gather_from[k]);
+  each_coll_link(comm, conn_close, NULL);
   ringo_p2p_free(comm);
   ringo_board_free(comm);
   free(comm->star_to);
@@ -336,8 +342,11 @@ void ringo_comm_free(ringoComm_t comm) {
   free(comm);
 }
 
-static void conn_poison(struct ringo_conn* c, ringoResult_t res, const char* msg) {
-  if (c->link && c->tp->poison) c->tp->poison(c->link, res, msg);
+struct poison { ringoResult_t res; const char* msg; };
+
+static void conn_poison(struct ringo_conn* c, void* arg) {
+  const struct poison* why = arg;
+  if (c->link && c->tp->poison) c->tp->poison(c->link, why->res, why->msg);
 }
 
 /* Puts comm in error for good, keeping the message that says why. Failures can come from several
@@ -355,23 +364,12 @@ void ringo_comm_fail(ringoComm_t comm, ringoResult_t res) {
   set_error(comm, res);
   char msg[RINGO_POISON_MSG_BYTES];
   snprintf(msg, sizeof msg, "%s", ringo_thread_last_error());
-  conn_poison(&comm->send, res, msg);
-  conn_poison(&comm->recv, res, msg);
-  struct ringo_ring_links* two_level[2] = {&comm->host_ring, &comm->net_ring};
-  for (int k = 0; k < 2; k++) {
-    conn_poison(&two_level[k]->send, res, msg);
-    conn_poison(&two_level[k]->recv, res, msg);
-  }
+  struct poison why = {res, msg};
+  each_coll_link(comm, conn_poison, &why);
   ringo_board_poison(comm, res, msg);
-  for (int k = 0; k < comm->gather_rounds; k++) {
-    if (comm->gather_to) conn_poison(&comm->gather_to[k], res, msg);
-    if (comm->gather_from) conn_poison(&comm->gather_from[k], res, msg);
-  }
-  for (int r = 0; r < comm->nranks; r++) {
-    if (comm->star_to) conn_poison(&comm->star_to[r], res, msg);
-    if (comm->star_from) conn_poison(&comm->star_from[r], res, msg);
-    if (comm->p2p) conn_poison(&comm->p2p[r].send, res, msg);
-    if (comm->p2p) conn_poison(&comm->p2p[r].recv, res, msg);
+  for (int r = 0; comm->p2p && r < comm->nranks; r++) {
+    conn_poison(&comm->p2p[r].send, &why);
+    conn_poison(&comm->p2p[r].recv, &why);
   }
 }
 
@@ -486,7 +484,7 @@ static ringoResult_t comm_init(ringoComm_t comm, const struct ringo_rendezvous* 
                             : ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected auto, ring or naive", comm->env.algo);
   if (res == ringoSuccess) res = comm_setup(comm, rv);
   if (res == ringoSuccess && comm->env.trace_path[0])
-    res = ringo_trace_open(&comm->trace, comm->env.trace_path, comm->rank, comm->nranks);
+    res = ringo_trace_open(&comm->trace, comm->env.trace_path, comm->rank);
   if (res != ringoSuccess) {
     set_error(comm, res);
     return res;

@@ -14,18 +14,17 @@
 
 struct ringo_trace {
   char path[256];
-  int rank, nranks;
+  int rank;
   struct ringo_trace_event* ev;
   size_t n, cap;
   int dropped; /* events not kept because memory ran out */
 };
 
-ringoResult_t ringo_trace_open(struct ringo_trace** out, const char* path, int rank, int nranks) {
+ringoResult_t ringo_trace_open(struct ringo_trace** out, const char* path, int rank) {
   struct ringo_trace* t = calloc(1, sizeof *t);
   if (!t) return ringo_fail(ringoSystemError, "RINGO_TRACE: out of memory");
   snprintf(t->path, sizeof t->path, "%s", path);
   t->rank = rank;
-  t->nranks = nranks;
   *out = t;
   return ringoSuccess;
 }
@@ -60,13 +59,12 @@ static const char* prim_name(enum ringo_prim p) {
 static void step_label(const struct ringo_trace_event* e, char* buf, size_t cap) {
   /* The two-level ring's walks (trace.h): the host ring's halves count their own steps; across
    * hosts it is an all-reduce of the ranks at one place of every host, named as one. */
-  static const char* const where[] = {"", "host ", "across hosts ", "host "};
-  const int n = e->ring_size, level = e->level >= 0 && e->level <= 3 ? e->level : 0;
-  if (level == 1 || level == 3)
-    snprintf(buf, cap, "host %s step %d", level == 1 ? "reduce-scatter" : "all-gather", e->step);
+  const int n = e->ring_size;
+  if (e->level == RINGO_WALK_HOST_RS || e->level == RINGO_WALK_HOST_AG)
+    snprintf(buf, cap, "host %s step %d", e->level == RINGO_WALK_HOST_RS ? "reduce-scatter" : "all-gather", e->step);
   else if (e->coll == RINGO_COLL_ALLREDUCE)
-    snprintf(buf, cap, "%s%s step %d", where[level], e->step < n - 1 ? "reduce-scatter" : "all-gather",
-             e->step < n - 1 ? e->step : e->step - (n - 1));
+    snprintf(buf, cap, "%s%s step %d", e->level == RINGO_WALK_ACROSS ? "across hosts " : "",
+             e->step < n - 1 ? "reduce-scatter" : "all-gather", e->step < n - 1 ? e->step : e->step - (n - 1));
   else
     snprintf(buf, cap, "%s step %d", coll_name(e->coll), e->step);
 }

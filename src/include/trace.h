@@ -13,6 +13,9 @@
 
 struct ringo_trace;
 
+/* Which ring a step went around: the one ring, or a walk of the two-level ring (collectives.c). */
+enum ringo_walk_level { RINGO_WALK_FLAT, RINGO_WALK_HOST_RS, RINGO_WALK_ACROSS, RINGO_WALK_HOST_AG };
+
 /* One event: rank ran step `step` (of the schedule of `coll`, or of a walk of the two-level ring) on slice `round` of `chunk`,
  * receiving from recv_peer and/or sending to send_peer (-1: none), bytes of payload, from t0 to t1
  * (ringo_now() seconds). seq numbers the communicator's collectives from 0. A one-shot collective
@@ -22,7 +25,7 @@ struct ringo_trace_event {
   enum ringo_prim prim;
   uint64_t seq;
   int step, chunk, recv_peer, send_peer;
-  int level;     /* 0: the ring; the two-level ring's walks: 1 host reduce-scatter, 2 across hosts, 3 host all-gather */
+  int level;     /* enum ringo_walk_level */
   int ring_size; /* ranks of the ring the step went around */
   size_t round, bytes;
   double t0, t1;
@@ -30,7 +33,7 @@ struct ringo_trace_event {
 };
 
 /* Starts recording for this rank; path is where ringo_trace_close appends the events. */
-ringoResult_t ringo_trace_open(struct ringo_trace** out, const char* path, int rank, int nranks);
+ringoResult_t ringo_trace_open(struct ringo_trace** out, const char* path, int rank);
 /* Keeps one event in memory (no I/O on the hot path). */
 void ringo_trace_record(struct ringo_trace* t, const struct ringo_trace_event* ev);
 /* Appends every kept event to the file (locked, so ranks of several processes share it) and frees t. */

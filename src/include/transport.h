@@ -94,7 +94,7 @@ struct ringo_transport {
   void (*poison)(struct ringo_link* link, ringoResult_t code, const char* msg);
   /* Never waits: the error the other end poisoned this link with (its code and message), or
    * ringoSuccess. Either end may ask, whatever it is doing with the link. */
-  ringoResult_t (*peer_poisoned)(struct ringo_link* link);
+  ringoResult_t (*peer_poisoned)(const struct ringo_link* link);
 
   void (*close)(struct ringo_link* link);
 };

@@ -265,8 +265,6 @@ static ringoResult_t check_poisoned(const struct ringo_link* l) {
   return ringo_fail((ringoResult_t)code, "%s", in + 4);
 }
 
-static ringoResult_t mpi_peer_poisoned(struct ringo_link* l) { return check_poisoned(l); }
-
 static ringoResult_t post_recv(struct ringo_link* l, int idx) {
   MPI_CHECK(MPI_Irecv(l->bufs + (size_t)idx * l->slot_bytes, (int)l->slot_bytes, MPI_BYTE, l->peer_rank,
                       l->tag, l->comm, &l->reqs[idx]), "MPI_Irecv", l);
@@ -424,7 +422,7 @@ const struct ringo_transport ringo_transport_mpi = {
     .poll = mpi_poll,
     .flush = mpi_flush,
     .poison = mpi_poison,
-    .peer_poisoned = mpi_peer_poisoned,
+    .peer_poisoned = check_poisoned,
     .close = mpi_close,
 };
 #endif /* RINGO_HAVE_MPI */

@@ -638,8 +638,6 @@ static ringoResult_t shm_flush(struct ringo_link* l) {
   return res;
 }
 
-static ringoResult_t shm_peer_poisoned(struct ringo_link* l) { return poison_error(l); }
-
 static void shm_poison(struct ringo_link* l, ringoResult_t code, const char* msg) {
   if (l == NULL) return;
   struct shm_header* h = l->hdr;
@@ -669,6 +667,6 @@ const struct ringo_transport ringo_transport_shm = {
     .poll = shm_poll,
     .flush = shm_flush,
     .poison = shm_poison,
-    .peer_poisoned = shm_peer_poisoned,
+    .peer_poisoned = poison_error,
     .close = shm_close,
 };

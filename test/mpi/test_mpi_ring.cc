@@ -519,7 +519,7 @@ TEST(MpiRing, MismatchReachesEveryRankThroughPoisonedLinks) {
   if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
   // The ring; the gather path (4 KiB and less); the two-level ring (hosts2x2 above 4 KiB). Rank 1
   // calls another count (odd), or a broadcast, which takes the ring while the others go two-level:
-  // the mark a two-level all-reduce posts on the ring names it (collectives.c, off_ring).
+  // the mark a two-level all-reduce posts on the ring names it (collectives.c, run_two_level_marked).
   struct Run {
     RingConfig cfg;
     size_t count, odd;
