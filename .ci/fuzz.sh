@@ -13,8 +13,9 @@ for bin in "$@"; do
   mkdir -p "$corpus" "$artifacts"
   log=$(mktemp)
   echo "=== $bin: ${time_s} s"
-  # -timeout: one input running 10 s is a hang; the outer timeout catches a fuzzer that wedges.
-  timeout $((time_s + 120)) "$bin" -max_total_time="$time_s" -timeout=10 -rss_limit_mb=2048 \
+  # -timeout: one input running 30 s is a hang (fuzz_root's own bounds, for a stalled CI machine,
+  # reach about 20 s); the outer timeout catches a fuzzer that wedges.
+  timeout $((time_s + 120)) "$bin" -max_total_time="$time_s" -timeout=30 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$artifacts" "$corpus" > "$log" 2>&1
   rc=$?
   if [ "$rc" -eq 0 ]; then

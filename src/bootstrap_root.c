@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -29,6 +30,10 @@
 #define ACCEPT_BATCH 64      /* accepts per wakeup, so a connect flood cannot starve the ranks */
 
 /* ---------------------------------------------------------------- the root thread */
+
+static atomic_int roots_alive; /* see ringo_bootstrap_roots_alive */
+
+int ringo_bootstrap_roots_alive(void) { return atomic_load(&roots_alive); }
 
 enum { CONN_PENDING, CONN_JOINED, CONN_CLOSING, CONN_DEAD };
 enum { READ_MORE, READ_FRAME, READ_LOST, READ_HANDLED };
@@ -433,6 +438,7 @@ static void* root_main(void* arg) {
   free(rt->by_rank);
   free(rt->seen);
   free(rt);
+  atomic_fetch_sub(&roots_alive, 1);
   return NULL;
 }
 
@@ -442,9 +448,13 @@ static ringoResult_t start_thread(struct root* rt) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  atomic_fetch_add(&roots_alive, 1); /* before the thread runs, so its decrement can never come first */
   const int rc = pthread_create(&tid, NULL, root_main, rt);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) return ringo_fail(ringoSystemError, "bootstrap root: pthread_create failed: %s", strerror(rc));
+  if (rc != 0) {
+    atomic_fetch_sub(&roots_alive, 1);
+    return ringo_fail(ringoSystemError, "bootstrap root: pthread_create failed: %s", strerror(rc));
+  }
   pthread_detach(tid);
   return ringoSuccess;
 }

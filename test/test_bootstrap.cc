@@ -614,9 +614,11 @@ TEST_F(Bootstrap, RootThreadEndsWhenEveryoneHasLeft) {
   // Roots of earlier tests may still be saying goodbye to their peers (at most LINGER_S).
   ASSERT_TRUE(root_threads_become(0, 3.0)) << root_threads() << " root threads left over";
   ringoUniqueId id = start_root();
-  EXPECT_TRUE(root_threads_become(1, 2.0));  // it names itself once running
+  EXPECT_EQ(ringo_bootstrap_roots_alive(), 1);  // counted before the thread runs (the fuzzer relies on it)
+  EXPECT_TRUE(root_threads_become(1, 2.0));     // it names itself once running
   expect_all_ok(run_threads(id, 3, 5.0));
   EXPECT_TRUE(root_threads_become(0, 2.0)) << "the root thread outlived its rendezvous";
+  EXPECT_EQ(ringo_bootstrap_roots_alive(), 0);
 
   // Also when the rendezvous ends in an error (a rank vanished after joining).
   id = start_root();

@@ -32,6 +32,10 @@ ringoResult_t ringo_bootstrap_barrier(struct ringo_bootstrap* bs);
 /* Leaves the rendezvous; the root thread ends once every rank has left. */
 void ringo_bootstrap_close(struct ringo_bootstrap* bs);
 
+/* Root threads of this process that have not yet ended: counted from before ringo_bootstrap_root_start
+ * returns until the thread has freed everything, so a test that has just made an id never reads 0. */
+int ringo_bootstrap_roots_alive(void);
+
 /* ---- The unique id and the wire protocol, exposed for tests and fuzzers ----
  *
  * Unique id (ringoUniqueId.internal, 128 bytes, integers big-endian):
