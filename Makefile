@@ -156,6 +156,7 @@ endif
 $(BUILD)/bin/ddp_train: include/ringo_ddp.h
 $(BUILD)/test/test_ddp: bench/mlp.h include/ringo_ddp.h
 $(BUILD)/test/test_bench: $(BUILD)/bin/ringo-bench
+$(BUILD)/test/test_trace $(BUILD)/test/mpi/test_mpi_two_level: $(BUILD)/bin/ringo-trace
 $(BUILD)/test/test_gpu_bench_data: bench/gpu_bench_data.h
 
 # The teaching tools print the library's own schedule and cost model, so they (alone in bench/)

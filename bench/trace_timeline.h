@@ -1,6 +1,8 @@
 /* trace_timeline.h — ringo-trace --timeline: reads a RINGO_TRACE Chrome-trace file (a JSON array whose
  * closing bracket may be missing) and draws one track per rank, one box per step and slice, with the
- * hand-offs between ranks. Header-only, needs trace_svg.h. Run: ringo-trace --timeline t.json --png t.png */
+ * hand-offs between ranks: the one ring, or the two-level ring's three walks (host ring, across hosts,
+ * host ring). Header-only, needs trace_svg.h. Run: ringo-trace --timeline t.json --png t.png;
+ * tested by test/test_timeline.cc and test/mpi/test_mpi_two_level.cc. */
 #ifndef RINGO_TRACE_TIMELINE_H_
 #define RINGO_TRACE_TIMELINE_H_
 
@@ -12,6 +14,9 @@
 
 #include "trace_svg.h"
 
+/* Which ring a step went around, from its name: the one ring, or a walk of the two-level ring. */
+enum tl_walk { TL_RING, TL_HOST_RS, TL_ACROSS, TL_HOST_AG };
+
 /* The fields of one trace event that the timeline uses; the rest is skipped. */
 struct tl_event {
   int pid;
@@ -20,7 +25,9 @@ struct tl_event {
   char name[48], cat[24], prim[24];
   long seq, chunk, slice, from, to;
   double bytes;
-  int step; /* the fused step of the schedule (rs s: s; ag s: s + N-1), from the name */
+  long step_arg; /* args.step: the step of its walk's schedule (-1: not in the file) */
+  int step;      /* that step; files without args.step: rs s is s, ag s is s + N-1, from the name */
+  int walk;      /* enum tl_walk */
 };
 
 /* ---------------------------------------------------------------- a small JSON reader */
@@ -142,6 +149,7 @@ static void js_field(struct json* j, const char* key, struct tl_event* e, int in
     else if (in_args && strcmp(key, "bytes") == 0) e->bytes = v;
     else if (in_args && strcmp(key, "from") == 0) e->from = (long)v;
     else if (in_args && strcmp(key, "to") == 0) e->to = (long)v;
+    else if (in_args && strcmp(key, "step") == 0) e->step_arg = (long)v;
   } else {
     js_skip(j, 1);
   }
@@ -149,7 +157,7 @@ static void js_field(struct json* j, const char* key, struct tl_event* e, int in
 
 static void js_event(struct json* j, struct tl_event* e) {
   memset(e, 0, sizeof *e);
-  e->from = e->to = -1;
+  e->from = e->to = e->step_arg = -1;
   js_expect(j, '{');
   if (j->err || js_eat(j, '}')) return;
   do {
@@ -217,13 +225,32 @@ struct tl_view {
   long n;
   int ranks;           /* highest pid + 1 */
   int sliced;          /* some chunk moved as several slices: label them */
+  int two_level;       /* some steps are the two-level ring's walks */
   long seq_lo, seq_hi; /* the collectives shown */
   double t0, t1;       /* microseconds */
   double left, width, top, track_h, gap;
 };
 
-static int tl_is_rs(const struct tl_event* e) { return strncmp(e->name, "reduce-scatter", 14) == 0; }
-static int tl_is_ag(const struct tl_event* e) { return strncmp(e->name, "all-gather", 10) == 0; }
+/* The phase a step's name says (after "host " or "across hosts "): reduce-scatter or all-gather. */
+static const char* tl_phase(const struct tl_event* e) {
+  static const char* const prefix[] = {"", "host ", "across hosts ", "host "};
+  return e->name + strlen(prefix[e->walk]);
+}
+static int tl_is_rs(const struct tl_event* e) { return strncmp(tl_phase(e), "reduce-scatter", 14) == 0; }
+static int tl_is_ag(const struct tl_event* e) { return strncmp(tl_phase(e), "all-gather", 10) == 0; }
+
+static int tl_walk_of(const char* name) {
+  if (strncmp(name, "across hosts ", 13) == 0) return TL_ACROSS;
+  if (strncmp(name, "host reduce-scatter", 19) == 0) return TL_HOST_RS;
+  if (strncmp(name, "host all-gather", 15) == 0) return TL_HOST_AG;
+  return TL_RING;
+}
+
+/* Box colours: the host ring's halves (and the one ring's) blue and orange, across hosts green. */
+static const char* tl_fill(const struct tl_event* e) {
+  if (e->walk == TL_ACROSS) return tl_is_rs(e) ? "#59a14f" : "#8cd17d";
+  return tl_is_rs(e) ? "#4e79a7" : tl_is_ag(e) ? "#f28e2b" : "#9c9c9c";
+}
 
 static double tl_x(const struct tl_view* v, double t) { return v->left + (t - v->t0) / (v->t1 - v->t0) * v->width; }
 static double tl_y(const struct tl_view* v, int rank) { return v->top + rank * (v->track_h + v->gap); }
@@ -234,20 +261,22 @@ static int tl_cmp(const void* a, const void* b) {
   return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
-/* "rs1 c3": the step as the seed names it, and the chunk ("rs1 c3.2": its slice 2). */
+/* "rs1 c3": the step as the seed names it, and the chunk ("rs1 c3.2": its slice 2); the two-level
+ * ring's walks get h (host ring) or x (across hosts) in front: "hrs0 c1", "xag1 c0". */
 static void tl_label(const struct tl_view* v, const struct tl_event* e, char* buf, size_t cap) {
   const char* digits = strrchr(e->name, ' ');
-  const int n = snprintf(buf, cap, "%s%s c%ld", tl_is_rs(e) ? "rs" : tl_is_ag(e) ? "ag" : "s", digits ? digits + 1 : "",
-                         e->chunk);
+  const int n = snprintf(buf, cap, "%s%s%s c%ld", e->walk == TL_ACROSS ? "x" : e->walk != TL_RING ? "h" : "",
+                         tl_is_rs(e) ? "rs" : tl_is_ag(e) ? "ag" : "s", digits ? digits + 1 : "", e->chunk);
   if (v->sliced && n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ".%ld", e->slice);
 }
 
-/* The box that received what e sent: the next rank, one step later, same collective, chunk and slice. */
+/* The box that received what e sent: the next rank of its ring, one step later in the same walk,
+ * same collective, chunk and slice. */
 static const struct tl_event* tl_receiver(const struct tl_view* v, const struct tl_event* e) {
   for (long i = 0; i < v->n; i++) {
     const struct tl_event* r = &v->ev[i];
-    if (r->pid == e->to && r->from == e->pid && r->seq == e->seq && r->step == e->step + 1 && r->chunk == e->chunk &&
-        r->slice == e->slice && strcmp(r->cat, e->cat) == 0)
+    if (r->pid == e->to && r->from == e->pid && r->seq == e->seq && r->walk == e->walk && r->step == e->step + 1 &&
+        r->chunk == e->chunk && r->slice == e->slice && strcmp(r->cat, e->cat) == 0)
       return r;
   }
   return NULL;
@@ -272,7 +301,7 @@ static void tl_boxes(FILE* f, const struct tl_view* v) {
     const struct tl_event* e = &v->ev[i];
     const double x = tl_x(v, e->ts), w = fmax(tl_x(v, e->ts + e->dur) - x, 1.0), y = tl_y(v, e->pid);
     char title[160], label[32];
-    const char* fill = tl_is_rs(e) ? "#4e79a7" : tl_is_ag(e) ? "#f28e2b" : "#9c9c9c";
+    const char* fill = tl_fill(e);
     snprintf(title, sizeof title, "rank %d, collective %ld: %s (%s), chunk %ld slice %ld, %.0f B, %.2f us", e->pid,
              e->seq, e->name, e->prim, e->chunk, e->slice, e->bytes, e->dur);
     svg_rect(f, x, y, w, v->track_h, fill, "#ffffff", 0.6, title);
@@ -303,12 +332,12 @@ static int tl_draw(const struct tl_view* v, const char* file, const char* svg_pa
   }
   const double height = tl_y(v, v->ranks) + 90;
   const char* base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-  svg_open(f, v->left + v->width + 30, height);
+  svg_open(f, v->left + v->width + (v->two_level ? 190 : 30), height);
   char which[64];
   if (v->seq_lo == v->seq_hi) snprintf(which, sizeof which, "collective %ld", v->seq_lo);
   else snprintf(which, sizeof which, "collectives %ld..%ld", v->seq_lo, v->seq_hi);
-  svg_text(f, 12, 24, 16, "start", "bold", "#222222", "RINGO_TRACE timeline of %s: %d ranks, %s", base, v->ranks,
-           which);
+  svg_text(f, 12, 24, 16, "start", "bold", "#222222", "RINGO_TRACE timeline of %s: %d ranks, %s%s", base, v->ranks,
+           which, v->two_level ? ", two-level ring (h: host ring, x: across hosts)" : "");
   tl_axis(f, v);
   for (int r = 0; r < v->ranks; r++)
     svg_text(f, v->left - 10, tl_y(v, r) + v->track_h / 2 + 4, 12, "end", "bold", "#222222", "rank %d", r);
@@ -319,8 +348,15 @@ static int tl_draw(const struct tl_view* v, const char* file, const char* svg_pa
   svg_text(f, 30, ly, 11, "start", "normal", "#222222", "reduce-scatter step (rs s c: step s, chunk c[.slice])");
   svg_rect(f, 342, ly - 11, 14, 14, "#f28e2b", "#ffffff", 1, NULL);
   svg_text(f, 360, ly, 11, "start", "normal", "#222222", "all-gather step");
-  svg_line(f, 470, ly - 4, 500, ly - 4, "#888888", 1, 0.7, 2);
-  svg_text(f, 506, ly, 11, "start", "normal", "#222222",
+  double x = 470;
+  if (v->two_level) {
+    svg_rect(f, x, ly - 11, 14, 14, "#59a14f", "#ffffff", 1, NULL);
+    svg_rect(f, x + 16, ly - 11, 14, 14, "#8cd17d", "#ffffff", 1, NULL);
+    svg_text(f, x + 36, ly, 11, "start", "normal", "#222222", "across hosts (rs, ag)");
+    x += 160;
+  }
+  svg_line(f, x, ly - 4, x + 30, ly - 4, "#888888", 1, 0.7, 2);
+  svg_text(f, x + 36, ly, 11, "start", "normal", "#222222",
            "a slice handed to the next rank; a box lasts from the step's start to its last byte, waiting included");
   svg_close(f);
   return fclose(f) == 0 ? 0 : -1;
@@ -330,8 +366,8 @@ static void tl_summary(const struct tl_view* v, const char* file) {
   char which[64];
   if (v->seq_lo == v->seq_hi) snprintf(which, sizeof which, "collective %ld", v->seq_lo);
   else snprintf(which, sizeof which, "collectives %ld..%ld", v->seq_lo, v->seq_hi);
-  printf("%s: %d ranks, %ld step events of %s, %.1f us from the first step to the last\n", file, v->ranks, v->n,
-         which, v->t1 - v->t0);
+  printf("%s: %d ranks, %ld step events of %s%s, %.1f us from the first step to the last\n", file, v->ranks, v->n,
+         which, v->two_level ? " (two-level ring: h = host ring, x = across hosts)" : "", v->t1 - v->t0);
   printf("  rank  events  bytes sent  bytes recv  busy (us)  steps in order (rs/ag step, chunk)\n");
   for (int r = 0; r < v->ranks; r++) {
     long k = 0, shown = 0;
@@ -358,22 +394,17 @@ static int timeline_main(const char* file, long seq_lo, long seq_hi, const char*
   const long total = tl_read(file, &all);
   if (total < 0) return 1;
   struct tl_view v = {.ev = all, .n = 0, .left = 80, .width = 1100, .top = 50, .track_h = 36, .gap = 16};
-  long oneshot = 0;   /* one-shot collectives: one event each, no ring step to draw */
-  long two_level = 0; /* steps of the two-level ring's walks: not one ring of every rank, not drawn */
+  long oneshot = 0; /* one-shot collectives: one event each, no ring step to draw */
   for (long i = 0; i < total; i++) {
     if (all[i].ph != 'X' || all[i].seq < seq_lo || (seq_hi >= 0 && all[i].seq > seq_hi) || all[i].pid < 0 ||
         all[i].pid >= 4096)
       continue;
     if (strcmp(all[i].prim, "one-shot") == 0) oneshot++;
-    else if (strncmp(all[i].name, "host ", 5) == 0 || strncmp(all[i].name, "across hosts ", 13) == 0) two_level++;
     else all[v.n++] = all[i];
   }
   if (oneshot && !quiet)
     printf("%s: %ld one-shot collective events (small collectives of one host, no ring steps) not drawn; "
            "RINGO_ALGO=ring runs them on the ring\n", file, oneshot);
-  if (two_level && !quiet)
-    printf("%s: %ld step events of the two-level ring (all-reduces across hosts) not drawn; RINGO_ALGO=ring runs "
-           "them on the ring\n", file, two_level);
   if (v.n == 0) {
     fprintf(stderr, "ringo-trace: no step events in %s%s\n", file, seq_hi >= 0 || seq_lo ? " for those --seq" : "");
     free(all);
@@ -392,8 +423,11 @@ static int timeline_main(const char* file, long seq_lo, long seq_hi, const char*
   }
   if (v.t1 <= v.t0) v.t1 = v.t0 + 1;
   for (long i = 0; i < v.n; i++) {
-    const char* sp = strrchr(v.ev[i].name, ' ');
-    v.ev[i].step = (sp ? atoi(sp + 1) : 0) + (tl_is_ag(&v.ev[i]) ? v.ranks - 1 : 0);
+    struct tl_event* e = &v.ev[i];
+    const char* sp = strrchr(e->name, ' ');
+    e->walk = tl_walk_of(e->name);
+    v.two_level |= e->walk != TL_RING;
+    e->step = e->step_arg >= 0 ? (int)e->step_arg : (sp ? atoi(sp + 1) : 0) + (tl_is_ag(e) ? v.ranks - 1 : 0);
   }
   if (!quiet) tl_summary(&v, file);
   int rc = 0;

@@ -81,9 +81,10 @@ static void write_events(const struct ringo_trace* t, FILE* f, int empty) {
     else step_label(e, label, sizeof label);
     fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
                "\"args\":{\"seq\":%llu,\"prim\":\"%s\",\"chunk\":%d,\"slice\":%zu,\"bytes\":%zu,"
-               "\"from\":%d,\"to\":%d}}",
+               "\"from\":%d,\"to\":%d,\"step\":%d}}",
             label, coll_name(e->coll), t->rank, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
-            e->oneshot ? "one-shot" : prim_name(e->prim), e->chunk, e->round, e->bytes, e->recv_peer, e->send_peer);
+            e->oneshot ? "one-shot" : prim_name(e->prim), e->chunk, e->round, e->bytes, e->recv_peer, e->send_peer,
+            e->step);
   }
 }
 

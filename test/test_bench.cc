@@ -3,7 +3,6 @@
 // flags must be refused; --compare gloo must run Gloo beside ringo, checked. Runs the binary built
 // beside this test (build/bin); the ASan stage runs the ASan-built one. Run: make test.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,34 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "tool_run.h"
+
 namespace {
 
-// build/test/test_bench -> build/bin/ringo-bench (the Makefile builds it before this test).
-std::string BenchPath() {
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "";
-  std::string dir(self, (size_t)n);
-  dir = dir.substr(0, dir.rfind('/'));
-  return dir.substr(0, dir.rfind('/')) + "/bin/ringo-bench";
-}
+using ringo_test::ToolRun;
 
-struct BenchRun {
-  int status = -1;  // exit code, or -1 if it did not exit normally
-  std::string out;  // stdout and stderr
-};
+std::string BenchPath() { return ringo_test::ToolPath("ringo-bench"); }
 
-BenchRun RunBench(const std::string& args) {
-  BenchRun r;
-  const std::string cmd = BenchPath() + " " + args + " --timeout 60 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  for (size_t got; (got = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, got);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+ToolRun RunBench(const std::string& args) { return ringo_test::RunTool("ringo-bench", args + " --timeout 60"); }
 
 // The table's rows: lines that are not comments.
 std::vector<std::vector<std::string>> Rows(const std::string& out) {
@@ -61,7 +41,7 @@ class BenchCollective : public testing::TestWithParam<const char*> {};
 TEST_P(BenchCollective, EveryDtypeIsRightAndMeetsTheLaw) {
   ASSERT_EQ(0, access(BenchPath().c_str(), X_OK)) << BenchPath() << " was not built";
   const std::string coll = GetParam();
-  const BenchRun r = RunBench("-N 3 -C " + coll + " -b 1K -e 256K -f 16 -n 2 -w 1 -d all -o sum --algo ring");
+  const ToolRun r = RunBench("-N 3 -C " + coll + " -b 1K -e 256K -f 16 -n 2 -w 1 -d all -o sum --algo ring");
   ASSERT_EQ(0, r.status) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("# Out of bounds values : 0 OK")) << r.out;
   const auto rows = Rows(r.out);
@@ -86,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(C, BenchCollective,
 // the table says so, each rank sending its input to the N - 1 others (law N / 2 = 2 at N = 4), and
 // the ring from there on (law 1).
 TEST(Bench, AutoRunsSmallAllReducesOneShotAndSaysSo) {
-  const BenchRun r = RunBench("-N 4 -b 3K -e 48K -f 4 -n 2 -w 1 -d int32 -o sum");
+  const ToolRun r = RunBench("-N 4 -b 3K -e 48K -f 4 -n 2 -w 1 -d int32 -o sum");
   ASSERT_EQ(0, r.status) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("# Algorithm: auto")) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("# Out of bounds values : 0 OK")) << r.out;
@@ -102,7 +82,7 @@ TEST(Bench, AutoRunsSmallAllReducesOneShotAndSaysSo) {
 
 // Every op of the reductions, including avg of integers (truncated, as the library does).
 TEST(Bench, EveryOpOfAllReduceIsRight) {
-  const BenchRun r = RunBench("-N 4 -b 4K -e 64K -f 16 -n 2 -w 1 -d int32 -o all");
+  const ToolRun r = RunBench("-N 4 -b 4K -e 64K -f 16 -n 2 -w 1 -d int32 -o all");
   ASSERT_EQ(0, r.status) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("# Out of bounds values : 0 OK")) << r.out;
   EXPECT_EQ(10u, Rows(r.out).size()) << "5 ops x 2 sizes\n" << r.out;
@@ -120,7 +100,7 @@ TEST_P(BenchGloo, RunsBesideRingoAndIsChecked) {
   const bool all_types = coll == "all_reduce";
   const bool has_op = coll == "all_reduce" || coll == "reduce";
   const std::string json = testing::TempDir() + "ringo_bench_gloo_" + std::to_string(getpid()) + ".json";
-  const BenchRun r = RunBench("-N 3 -C " + coll + " -b 1K -e 64K -f 8 -n 2 -w 1 -r 1 -o all -d " +
+  const ToolRun r = RunBench("-N 3 -C " + coll + " -b 1K -e 64K -f 8 -n 2 -w 1 -r 1 -o all -d " +
                               (all_types ? "all" : "int8") + " --compare gloo -J " + json);
   if (r.status == 2 && r.out.find("built without Gloo") != std::string::npos) GTEST_SKIP() << r.out;
   ASSERT_EQ(0, r.status) << r.out;
@@ -163,7 +143,7 @@ TEST_P(BenchGloo, RunsBesideRingoAndIsChecked) {
 INSTANTIATE_TEST_SUITE_P(C, BenchGloo, testing::Values("all_reduce", "all_gather", "broadcast", "reduce", "sendrecv"));
 
 TEST(Bench, CompareGlooSaysWhatGlooLacks) {
-  const BenchRun r = RunBench("-N 2 -C reduce_scatter -b 1K -e 1K -n 1 -w 0 --compare gloo");
+  const ToolRun r = RunBench("-N 2 -C reduce_scatter -b 1K -e 1K -n 1 -w 0 --compare gloo");
   if (r.status == 2 && r.out.find("built without Gloo") != std::string::npos) GTEST_SKIP() << r.out;
   ASSERT_EQ(0, r.status) << r.out;
   EXPECT_NE(std::string::npos,
@@ -181,7 +161,7 @@ TEST(Bench, CompareGlooSaysWhatGlooLacks) {
 TEST(Bench, CompareGlooEmptyRowsAndOneRank) {
   for (const char* args : {"-N 4 -C all_gather -b 8 -e 64 -f 2", "-N 1 -C sendrecv -b 1K -e 4K -f 4",
                            "-N 1 -C all_reduce -b 1K -e 1K"}) {
-    const BenchRun r = RunBench(std::string(args) + " -n 2 -w 1 --compare gloo");
+    const ToolRun r = RunBench(std::string(args) + " -n 2 -w 1 --compare gloo");
     if (r.status == 2 && r.out.find("built without Gloo") != std::string::npos) GTEST_SKIP() << r.out;
     EXPECT_EQ(0, r.status) << args << ":\n" << r.out;
     EXPECT_NE(std::string::npos, r.out.find("# Gloo out of bounds   : 0 OK")) << args << ":\n" << r.out;
@@ -190,7 +170,7 @@ TEST(Bench, CompareGlooEmptyRowsAndOneRank) {
 
 TEST(Bench, BadFlagsAreRefusedWithTheUsageCode) {
   for (const char* args : {"-C allreduce_typo", "-d float128", "-b 2M -e 1M", "-N 0", "--compare nccl"}) {
-    const BenchRun r = RunBench(args);
+    const ToolRun r = RunBench(args);
     EXPECT_EQ(2, r.status) << args << ":\n" << r.out;
     EXPECT_FALSE(r.out.empty()) << args << ": refused without a word";
   }

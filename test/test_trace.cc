@@ -1,6 +1,7 @@
 // test_trace.cc — RINGO_TRACE on real multi-rank runs (forked ranks, test/harness.h): the file parses as
 // JSON once closed, has one track per rank, (2N-1) x slices events per rank per all-reduce, ring peers,
-// sends matched by receives, no overlap within a rank. Run: make test (or build/test/test_trace).
+// sends matched by receives, no overlap within a rank; and `ringo-trace --timeline` reads such a file
+// (counts, the law, one box per event, one arrow per hand-off). Run: make test (or build/test/test_trace).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "tool_run.h"
 
 extern "C" {
 #include "schedule.h"
@@ -192,6 +194,7 @@ std::vector<Event> StepEvents(const Json& root, int nranks, std::vector<int>* tr
              static_cast<long>(a["slice"].num), e["ts"].num, e["dur"].num, a["bytes"].num, e["name"].str,
              e["cat"].str, a["prim"].str};
     EXPECT_GE(ev.step, 0) << "unexpected name " << ev.name;
+    EXPECT_EQ(a["step"].num, ev.step) << ev.name;  // the step of the schedule, as ringo-trace --timeline reads it
     EXPECT_EQ(ev.cat, "all_reduce");
     EXPECT_EQ(e["tid"].num, 0);
     EXPECT_GE(ev.dur, 0);
@@ -350,5 +353,57 @@ TEST_P(TraceFileOneShot, EachCollectiveIsOneEventPerRank) {
   EXPECT_EQ(seen.size(), static_cast<size_t>(n * kCollectives));
 }
 INSTANTIATE_TEST_SUITE_P(N, TraceFileOneShot, ::testing::Values(2, 3));  // N = 2: the one-shot path is taken
+
+// ---- ringo-trace --timeline on such a file ----
+
+// 4 ranks, two all-reduces of one slice per chunk: the summary counts 7 steps per rank and
+// collective and the law's bytes, in the schedule's order; the SVG has one box per event and one
+// arrow per slice sent (each is received one step later on the next rank).
+TEST(TraceTimeline, DrawsEveryStepAndHandOffOfARealRun) {
+  const int n = 4;
+  const std::string path = FreshPath(100 + n), svg = path + ".svg";
+  ringo_test::Options opts;
+  opts.deadline_s = 30;
+  opts.env = {{"RINGO_TRACE", path}, {"RINGO_ALGO", "ring"}};  // 800-byte chunks: one slice each
+  ringo_test::RunForked(n, TwoAllReduces, opts);
+  if (HasFailure()) return;
+
+  const ringo_test::ToolRun all = ringo_test::RunTool("ringo-trace", "--timeline " + path + " --svg " + svg);
+  ASSERT_EQ(all.status, 0) << all.out;
+  EXPECT_NE(all.out.find("4 ranks, 56 step events of collectives 0..1"), std::string::npos) << all.out;
+  // Per rank: 14 events; sent and received 2 x 2(N-1)/N x 3200 bytes = 9600.
+  for (int r = 0; r < n; r++) {
+    char row[64];
+    snprintf(row, sizeof row, "     %d      14        9600        9600", r);
+    EXPECT_NE(all.out.find(row), std::string::npos) << "rank " << r << ":\n" << all.out;
+  }
+  EXPECT_NE(all.out.find("rs0 c0, rs1 c3, rs2 c2, ag0 c1, ag1 c0, ag2 c3, ag3 c2"), std::string::npos) << all.out;
+  const std::string drawn = ringo_test::ReadFile(svg);
+  EXPECT_EQ(ringo_test::CountOf(drawn, "<title>rank "), 56u);
+  // One arrow per slice sent: 6 sends per rank and collective.
+  EXPECT_EQ(ringo_test::TimelineHandoffs(drawn), static_cast<size_t>(n * kCollectives * 6));
+
+  const ringo_test::ToolRun one = ringo_test::RunTool("ringo-trace", "--timeline " + path + " --seq 1");
+  EXPECT_EQ(one.status, 0) << one.out;
+  EXPECT_NE(one.out.find("4 ranks, 28 step events of collective 1,"), std::string::npos) << one.out;
+  const ringo_test::ToolRun none = ringo_test::RunTool("ringo-trace", "--timeline " + path + " --seq 7");
+  EXPECT_EQ(none.status, 1) << none.out;
+  EXPECT_NE(none.out.find("no step events"), std::string::npos) << none.out;
+  unlink(path.c_str());
+  unlink(svg.c_str());
+}
+
+// What is not a trace file is refused with the reason, never drawn.
+TEST(TraceTimeline, RefusesWhatIsNotATrace) {
+  const std::string path = FreshPath(200);
+  std::ofstream(path) << "[{\"name\":\"x\",\"ph\":\"X\",";
+  const ringo_test::ToolRun cut = ringo_test::RunTool("ringo-trace", "--timeline " + path);
+  EXPECT_EQ(cut.status, 1) << cut.out;
+  EXPECT_NE(cut.out.find("is not a RINGO_TRACE file"), std::string::npos) << cut.out;
+  unlink(path.c_str());
+  const ringo_test::ToolRun missing = ringo_test::RunTool("ringo-trace", "--timeline " + path);
+  EXPECT_EQ(missing.status, 1) << missing.out;
+  EXPECT_NE(missing.out.find("cannot open"), std::string::npos) << missing.out;
+}
 
 }  // namespace

@@ -1,6 +1,7 @@
 // test_mpi_two_level.cc — the two-level ring's own checks under mpirun, across fake hosts
 // (RINGO_HOSTNAME): a mismatch that reaches a rank blocked on another, RINGO_ALGO agreed through the
-// rank infos, RINGO_TRACE's names for its walks. Run: mpirun -np 8 build/test/mpi/test_mpi_two_level.
+// rank infos, RINGO_TRACE's names for its walks and ringo-trace --timeline's drawing of them.
+// Run: mpirun -np 8 build/test/mpi/test_mpi_two_level.
 
 #define OMPI_SKIP_MPICXX 1
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include "ring_init.h"
 #include "ringo.h"
 #include "ringo_mpi.h"
+#include "../tool_run.h"
 
 namespace {
 
@@ -127,7 +129,7 @@ TEST(MpiTwoLevel, TraceNamesItsWalks) {
     std::set<std::string> names;
     const int host_peer[4] = {2, 3, 0, 1}, net_peer[4] = {1, 0, 3, 2};
     char line[1024];
-    int events = 0;
+    int events = 0, sends = 0;
     while (fgets(line, sizeof line, f)) {
       const char* name = strstr(line, "\"name\":\"");
       const char *pid_at = strstr(line, "\"pid\":"), *from_at = strstr(line, "\"from\":");
@@ -143,8 +145,21 @@ TEST(MpiTwoLevel, TraceNamesItsWalks) {
       EXPECT_TRUE(to == -1 || to == peer) << line;
       names.insert(label);
       events++;
+      sends += to >= 0;
     }
     fclose(f);
+    // ringo-trace --timeline draws the three walks: a box per event, an arrow per slice handed on
+    // (across hosts too), and each rank sent 2(N-1)/N of the 400000 bytes.
+    const std::string svg = std::string(path) + ".svg";
+    const ringo_test::ToolRun tl = ringo_test::RunTool("ringo-trace", std::string("--timeline ") + path + " --svg " + svg);
+    EXPECT_EQ(tl.status, 0) << tl.out;
+    EXPECT_NE(tl.out.find("4 ranks, " + std::to_string(events) + " step events of collective 0 (two-level ring"),
+              std::string::npos) << tl.out;
+    EXPECT_EQ(ringo_test::CountOf(tl.out, "      600000      600000 "), 4u) << tl.out;
+    const std::string drawn = ringo_test::ReadFile(svg);
+    EXPECT_EQ(ringo_test::CountOf(drawn, "<title>rank "), static_cast<size_t>(events));
+    EXPECT_EQ(ringo_test::TimelineHandoffs(drawn), static_cast<size_t>(sends)) << "events " << events;
+    unlink(svg.c_str());
     unlink(path);
     const std::set<std::string> expected = {
         "host reduce-scatter step 0",      "host reduce-scatter step 1",   "across hosts reduce-scatter step 0",
