@@ -13,9 +13,10 @@ for bin in "$@"; do
   mkdir -p "$corpus" "$artifacts"
   log=$(mktemp)
   echo "=== $bin: ${time_s} s"
-  # -timeout: one input running 30 s is a hang (fuzz_root's own bounds, for a stalled CI machine,
-  # reach about 20 s); the outer timeout catches a fuzzer that wedges.
-  timeout $((time_s + 120)) "$bin" -max_total_time="$time_s" -timeout=30 -rss_limit_mb=2048 \
+  # -timeout: one input running 60 s is a hang (fuzz_root's own bounds, each for a stalled CI
+  # machine, add up to about 26 s, so its own message comes first); the outer timeout catches a
+  # fuzzer that wedges.
+  timeout $((time_s + 120)) "$bin" -max_total_time="$time_s" -timeout=60 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$artifacts" "$corpus" > "$log" 2>&1
   rc=$?
   if [ "$rc" -eq 0 ]; then

@@ -2,7 +2,7 @@
  * closing bracket may be missing) and draws one track per rank, one box per step and slice, with the
  * hand-offs between ranks: the one ring, or the two-level ring's three walks (host ring, across hosts,
  * host ring). Header-only, needs trace_svg.h. Run: ringo-trace --timeline t.json --png t.png;
- * tested by test/test_timeline.cc and test/mpi/test_mpi_two_level.cc. */
+ * tested by test/test_trace.cc and test/mpi/test_mpi_two_level.cc. */
 #ifndef RINGO_TRACE_TIMELINE_H_
 #define RINGO_TRACE_TIMELINE_H_
 
@@ -26,7 +26,7 @@ struct tl_event {
   long seq, chunk, slice, from, to;
   double bytes;
   long step_arg; /* args.step: the step of its walk's schedule (-1: not in the file) */
-  int step;      /* that step; files without args.step: rs s is s, ag s is s + N-1, from the name */
+  int step;      /* that step; files without args.step: from the name (see tl_steps_from_names) */
   int walk;      /* enum tl_walk */
 };
 
@@ -388,6 +388,25 @@ static void tl_summary(const struct tl_view* v, const char* file) {
   }
 }
 
+/* Each event's step in its walk's schedule: args.step where the file has it; else (files written
+ * before it) from the name. "all-gather step s" follows the reduce-scatter half's steps: N-1 of them
+ * on the one ring; across hosts H-1, one more than the highest "across hosts reduce-scatter step"
+ * named. The host ring's halves count their own steps, as named. */
+static void tl_steps(struct tl_view* v) {
+  int across_rs = 0;
+  for (long i = 0; i < v->n; i++) {
+    const struct tl_event* e = &v->ev[i];
+    const char* sp = strrchr(e->name, ' ');
+    if (e->walk == TL_ACROSS && tl_is_rs(e) && sp && atoi(sp + 1) + 1 > across_rs) across_rs = atoi(sp + 1) + 1;
+  }
+  for (long i = 0; i < v->n; i++) {
+    struct tl_event* e = &v->ev[i];
+    const char* sp = strrchr(e->name, ' ');
+    const int offset = !tl_is_ag(e) || e->walk == TL_HOST_AG ? 0 : e->walk == TL_ACROSS ? across_rs : v->ranks - 1;
+    e->step = e->step_arg >= 0 && e->step_arg < 1L << 20 ? (int)e->step_arg : (sp ? atoi(sp + 1) : 0) + offset;
+  }
+}
+
 static int timeline_main(const char* file, long seq_lo, long seq_hi, const char* svg, const char* png, double zoom,
                          int quiet) {
   struct tl_event* all = NULL;
@@ -423,12 +442,10 @@ static int timeline_main(const char* file, long seq_lo, long seq_hi, const char*
   }
   if (v.t1 <= v.t0) v.t1 = v.t0 + 1;
   for (long i = 0; i < v.n; i++) {
-    struct tl_event* e = &v.ev[i];
-    const char* sp = strrchr(e->name, ' ');
-    e->walk = tl_walk_of(e->name);
-    v.two_level |= e->walk != TL_RING;
-    e->step = e->step_arg >= 0 ? (int)e->step_arg : (sp ? atoi(sp + 1) : 0) + (tl_is_ag(e) ? v.ranks - 1 : 0);
+    v.ev[i].walk = tl_walk_of(v.ev[i].name);
+    v.two_level |= v.ev[i].walk != TL_RING;
   }
+  tl_steps(&v);
   if (!quiet) tl_summary(&v, file);
   int rc = 0;
   if (svg || png) {

@@ -366,8 +366,10 @@ static ringoResult_t connect_root(struct ringo_bootstrap* bs, const struct ringo
     }
     close(fd);
     const double now = ringo_now();
+    /* Refusals and unreachable routes: the root is not up yet; EAGAIN/EADDRNOTAVAIL: no free local
+     * port for now (they come back as TIME_WAIT ends). Anything else will not heal by waiting. */
     if (err != ECONNREFUSED && err != ECONNRESET && err != ETIMEDOUT && err != EHOSTUNREACH && err != ENETUNREACH &&
-        err != EAGAIN)
+        err != EAGAIN && err != EADDRNOTAVAIL)
       return ringo_fail(ringoSystemError, "rank %d cannot connect to the bootstrap root at %s: %s", bs->rank, bs->root,
                         strerror(err));
     if (now >= deadline)

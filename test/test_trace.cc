@@ -382,6 +382,14 @@ TEST(TraceTimeline, DrawsEveryStepAndHandOffOfARealRun) {
   EXPECT_EQ(ringo_test::CountOf(drawn, "<title>rank "), 56u);
   // One arrow per slice sent: 6 sends per rank and collective.
   EXPECT_EQ(ringo_test::TimelineHandoffs(drawn), static_cast<size_t>(n * kCollectives * 6));
+  // A file written before events carried args.step: the steps come from the names, the same arrows.
+  const std::string old_path = path + ".old";
+  std::ofstream(old_path) << ringo_test::WithoutNumberArg(ringo_test::ReadFile(path), "step");
+  ASSERT_EQ(ringo_test::CountOf(ringo_test::ReadFile(old_path), "\"step\""), 0u);
+  const ringo_test::ToolRun old = ringo_test::RunTool("ringo-trace", "--timeline " + old_path + " --svg " + svg);
+  EXPECT_EQ(old.status, 0) << old.out;
+  EXPECT_EQ(ringo_test::TimelineHandoffs(ringo_test::ReadFile(svg)), static_cast<size_t>(n * kCollectives * 6));
+  unlink(old_path.c_str());
 
   const ringo_test::ToolRun one = ringo_test::RunTool("ringo-trace", "--timeline " + path + " --seq 1");
   EXPECT_EQ(one.status, 0) << one.out;

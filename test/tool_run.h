@@ -58,6 +58,19 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// A trace file's text with every `,"key":NUMBER` taken out: how files written before that arg read.
+inline std::string WithoutNumberArg(const std::string& json, const std::string& key) {
+  const std::string field = ",\"" + key + "\":";
+  std::string out;
+  size_t from = 0;
+  for (size_t at = json.find(field); at != std::string::npos; at = json.find(field, from)) {
+    out.append(json, from, at - from);
+    from = json.find_first_not_of("-0123456789", at + field.size());
+    if (from == std::string::npos) from = json.size();
+  }
+  return out + json.substr(from);
+}
+
 // The arrows of a timeline drawing that go from one rank's track to another's: one per slice handed
 // on (the legend's arrow is level, so it is not counted).
 inline size_t TimelineHandoffs(const std::string& svg) {

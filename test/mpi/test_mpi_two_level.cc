@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -159,6 +160,18 @@ TEST(MpiTwoLevel, TraceNamesItsWalks) {
     const std::string drawn = ringo_test::ReadFile(svg);
     EXPECT_EQ(ringo_test::CountOf(drawn, "<title>rank "), static_cast<size_t>(events));
     EXPECT_EQ(ringo_test::TimelineHandoffs(drawn), static_cast<size_t>(sends)) << "events " << events;
+    // The walks' labels (h: host ring, x: across hosts) and the across-hosts colour (every rank's
+    // reduce-scatter step across hosts, and the legend's); a file without args.step (steps from the
+    // names: across hosts, all-gather follows H-1 reduce-scatter steps) draws the same arrows.
+    for (const char* label : {"hrs0 c", "hrs1 c", "xrs0 c", "xag0 c", "xag1 c"})
+      EXPECT_EQ(ringo_test::CountOf(tl.out, label) >= 4, true) << label << " on every rank:\n" << tl.out;
+    EXPECT_GE(ringo_test::CountOf(drawn, "fill=\"#59a14f\""), static_cast<size_t>(4 + 1));
+    const std::string old_path = std::string(path) + ".old";
+    std::ofstream(old_path) << ringo_test::WithoutNumberArg(ringo_test::ReadFile(path), "step");
+    const ringo_test::ToolRun old = ringo_test::RunTool("ringo-trace", "--timeline " + old_path + " --svg " + svg);
+    EXPECT_EQ(old.status, 0) << old.out;
+    EXPECT_EQ(ringo_test::TimelineHandoffs(ringo_test::ReadFile(svg)), static_cast<size_t>(sends));
+    unlink(old_path.c_str());
     unlink(svg.c_str());
     unlink(path);
     const std::set<std::string> expected = {
