@@ -117,6 +117,9 @@ void ringo_mpi_ctx_free(void* ctx);
 /* 1 when MPI runs at MPI_THREAD_MULTIPLE, so MPI links may be driven from another thread while
  * the user calls MPI (staged device collectives and device sends run on ringo's proxy thread). */
 int ringo_mpi_links_thread_safe(void);
+/* The most threads that were inside MPI through the mpi transport at once since the last reset
+ * (reset: return it and start again from 0). Below MPI_THREAD_MULTIPLE it must stay 1. For tests. */
+int ringo_mpi_most_concurrent_calls(int reset);
 #endif
 
 /* Process-wide turns for MPI. While an MPI link lives in this process, every wait of ringo (a shm

@@ -48,16 +48,60 @@ struct ringo_link {
   MPI_Request poison_req;
 };
 
+/* MPI links alive in this process (links made minus closed): while there are any, waits give MPI
+ * turns. thread_multiple: MPI's thread level, read when a link is made (MPI is initialised then;
+ * later, MPI_Finalize may have run, after which even MPI_Query_thread aborts the process). */
+static atomic_int live_links, thread_multiple;
+
+/* ---- one thread in MPI at a time ----
+ * Below MPI_THREAD_MULTIPLE, MPI may be called by one thread at a time. ringo's own threads (one per
+ * communicator in ringoGroupEnd, the DDP layer's) can each drive MPI links at once, so below it every
+ * MPI call of this file goes through mpi_mu: one call at a time, never held across a wait. (The
+ * application's own MPI calls must not overlap ringo's calls, as MPI asks of it anyway.) At
+ * MPI_THREAD_MULTIPLE MPI serialises what it must itself. in_mpi/most_in_mpi: how many threads were
+ * inside MPI through this file at once, at most, for the tests (ringo_mpi_most_concurrent_calls). */
+static pthread_mutex_t mpi_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int in_mpi, most_in_mpi;
+
+static int mpi_enter(void) {
+  const int lock = !atomic_load_explicit(&thread_multiple, memory_order_relaxed);
+  if (lock) pthread_mutex_lock(&mpi_mu);
+  const int now = atomic_fetch_add_explicit(&in_mpi, 1, memory_order_relaxed) + 1;
+  int most = atomic_load_explicit(&most_in_mpi, memory_order_relaxed);
+  while (now > most && !atomic_compare_exchange_weak_explicit(&most_in_mpi, &most, now, memory_order_relaxed,
+                                                              memory_order_relaxed)) {
+  }
+  return lock;
+}
+
+static void mpi_leave(int locked) {
+  atomic_fetch_sub_explicit(&in_mpi, 1, memory_order_relaxed);
+  if (locked) pthread_mutex_unlock(&mpi_mu);
+}
+
+/* Runs one statement that calls MPI (an assignment of its result, or the call alone) under the rule above. */
+#define MPI_SERIAL(stmt)              \
+  do {                                \
+    const int locked_ = mpi_enter();  \
+    stmt;                             \
+    mpi_leave(locked_);               \
+  } while (0)
+
+int ringo_mpi_most_concurrent_calls(int reset) {
+  return reset ? atomic_exchange(&most_in_mpi, 0) : atomic_load(&most_in_mpi);
+}
+
 static ringoResult_t mpi_fail(int err, const char* what, const struct ringo_link* l) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
-  MPI_Error_string(err, text, &len);
+  MPI_SERIAL(MPI_Error_string(err, text, &len));
   return ringo_fail(ringoRemoteError, "mpi link %d->%d: %s failed: %s", l->is_recv ? l->peer_rank : l->self_rank,
                     l->is_recv ? l->self_rank : l->peer_rank, what, text);
 }
 #define MPI_CHECK(call, what, l)                             \
   do {                                                       \
-    int mpi_err_ = (call);                                   \
+    int mpi_err_;                                            \
+    MPI_SERIAL(mpi_err_ = (call));                           \
     if (mpi_err_ != MPI_SUCCESS) return mpi_fail(mpi_err_, (what), (l)); \
   } while (0)
 
@@ -65,22 +109,18 @@ ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** out) {
   struct ringo_mpi_ctx* ctx = calloc(1, sizeof *ctx);
   if (!ctx) return ringo_fail(ringoSystemError, "out of memory for the MPI context");
   ctx->comm = ctx->poison_comm = MPI_COMM_NULL;
-  int err = MPI_Comm_dup(*(const MPI_Comm*)user_mpi_comm, &ctx->comm);
-  if (err == MPI_SUCCESS) err = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
-  if (err == MPI_SUCCESS) err = MPI_Comm_dup(ctx->comm, &ctx->poison_comm);
+  int err;
+  MPI_SERIAL(err = MPI_Comm_dup(*(const MPI_Comm*)user_mpi_comm, &ctx->comm));
+  if (err == MPI_SUCCESS) MPI_SERIAL(err = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN));
+  if (err == MPI_SUCCESS) MPI_SERIAL(err = MPI_Comm_dup(ctx->comm, &ctx->poison_comm));
   if (err != MPI_SUCCESS) {
-    if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
+    if (ctx->comm != MPI_COMM_NULL) MPI_SERIAL(MPI_Comm_free(&ctx->comm));
     free(ctx);
     return ringo_fail(ringoSystemError, "MPI_Comm_dup of the user's communicator failed (MPI error %d)", err);
   }
   *out = ctx;
   return ringoSuccess;
 }
-
-/* MPI links alive in this process (links made minus closed): while there are any, waits give MPI
- * turns. thread_multiple: MPI's thread level, read when a link is made (MPI is initialised then;
- * later, MPI_Finalize may have run, after which even MPI_Query_thread aborts the process). */
-static atomic_int live_links, thread_multiple;
 
 int ringo_net_waiting(int own) {
   if (atomic_load_explicit(&live_links, memory_order_relaxed) == 0) return 0;
@@ -93,7 +133,7 @@ void ringo_net_progress(int own) {
   MPI_Finalized(&finalized);
   /* Nothing is received: a probe on MPI_COMM_SELF, where ringo sends nothing, only lets MPI move
    * whatever this process has in flight, on any communicator. */
-  if (!finalized) (void)MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE);
+  if (!finalized) MPI_SERIAL((void)MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE));
 }
 
 int ringo_mpi_links_thread_safe(void) {
@@ -112,8 +152,8 @@ void ringo_mpi_ctx_free(void* p) {
    * communicator, whose receives would match them (seen: a ring made right after a failed one
    * timed out on stale slices), so a tainted pair is left allocated: one leak per failure. */
   if (!finalized && !ctx->tainted) {
-    MPI_Comm_free(&ctx->comm);
-    MPI_Comm_free(&ctx->poison_comm);
+    MPI_SERIAL(MPI_Comm_free(&ctx->comm));
+    MPI_SERIAL(MPI_Comm_free(&ctx->poison_comm));
   }
   free(ctx);
 }
@@ -186,7 +226,7 @@ static void sweep_parked(void) {
     int all = 1;
     for (int i = 0; i < e->n; i++) {
       int done = 1;
-      if (e->reqs[i] != MPI_REQUEST_NULL) MPI_Test(&e->reqs[i], &done, MPI_STATUS_IGNORE);
+      if (e->reqs[i] != MPI_REQUEST_NULL) MPI_SERIAL(MPI_Test(&e->reqs[i], &done, MPI_STATUS_IGNORE));
       all &= done;
     }
     if (all) {
@@ -213,15 +253,15 @@ static void mpi_close(struct ringo_link* l) {
   for (int i = 0; i < l->nslots; i++) {
     if (l->reqs[i] == MPI_REQUEST_NULL) continue;
     int done = 0;
-    if (l->is_recv) MPI_Cancel(&l->reqs[i]); /* a posted receive nobody will match */
-    MPI_Test(&l->reqs[i], &done, MPI_STATUS_IGNORE);
-    if (!done && l->is_recv) MPI_Wait(&l->reqs[i], MPI_STATUS_IGNORE); /* cancelled: completes */
+    if (l->is_recv) MPI_SERIAL(MPI_Cancel(&l->reqs[i])); /* a posted receive nobody will match */
+    MPI_SERIAL(MPI_Test(&l->reqs[i], &done, MPI_STATUS_IGNORE));
+    if (!done && l->is_recv) MPI_SERIAL(MPI_Wait(&l->reqs[i], MPI_STATUS_IGNORE)); /* cancelled: completes */
     pending |= !done && !l->is_recv;
   }
   if (pending) park(l->bufs, l->reqs, l->nslots);
   else free(l->bufs);
   int done = 1;
-  if (l->poison_req != MPI_REQUEST_NULL) MPI_Test(&l->poison_req, &done, MPI_STATUS_IGNORE);
+  if (l->poison_req != MPI_REQUEST_NULL) MPI_SERIAL(MPI_Test(&l->poison_req, &done, MPI_STATUS_IGNORE));
   if (!done) park(l->poison_out, &l->poison_req, 1);
   else free(l->poison_out);
   free(l->reqs);
@@ -244,20 +284,20 @@ static void mpi_poison(struct ringo_link* l, ringoResult_t code, const char* msg
   const int32_t c = (int32_t)code;
   memcpy(l->poison_out, &c, sizeof c);
   snprintf(l->poison_out + 4, RINGO_POISON_MSG_BYTES, "%s", msg);
-  if (MPI_Isend(l->poison_out, MPI_POISON_BYTES, MPI_BYTE, l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm,
-                &l->poison_req) != MPI_SUCCESS)
-    l->poison_req = MPI_REQUEST_NULL; /* best effort: the peer then times out */
+  int err;
+  MPI_SERIAL(err = MPI_Isend(l->poison_out, MPI_POISON_BYTES, MPI_BYTE, l->peer_rank, MPI_POISON_TAG + l->tag,
+                             l->poison_comm, &l->poison_req));
+  if (err != MPI_SUCCESS) l->poison_req = MPI_REQUEST_NULL; /* best effort: the peer then times out */
 }
 
 /* The peer's poison message, if it sent one: its error, with its message. */
 static ringoResult_t check_poisoned(const struct ringo_link* l) {
-  int flag = 0;
+  int flag = 0, err;
   MPI_Message m; /* matched probe: the message is this thread's, whoever else probes */
-  if (MPI_Improbe(l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm, &flag, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
-      !flag)
-    return ringoSuccess;
+  MPI_SERIAL(err = MPI_Improbe(l->peer_rank, MPI_POISON_TAG + l->tag, l->poison_comm, &flag, &m, MPI_STATUS_IGNORE));
+  if (err != MPI_SUCCESS || !flag) return ringoSuccess;
   char in[MPI_POISON_BYTES] = {0};
-  MPI_Mrecv(in, MPI_POISON_BYTES, MPI_BYTE, &m, MPI_STATUS_IGNORE);
+  MPI_SERIAL(MPI_Mrecv(in, MPI_POISON_BYTES, MPI_BYTE, &m, MPI_STATUS_IGNORE));
   int32_t code = 0;
   memcpy(&code, in, sizeof code);
   in[MPI_POISON_BYTES - 1] = '\0'; /* the peer wrote it: never trust it to be terminated */
@@ -354,7 +394,7 @@ static ringoResult_t mpi_recv_acquire(struct ringo_link* l, const void** slot, s
       MPI_Status status;
       RINGO_CHECK(wait_request(l, idx, &status));
       int n = 0;
-      MPI_Get_count(&status, MPI_BYTE, &n);
+      MPI_SERIAL(MPI_Get_count(&status, MPI_BYTE, &n));
       l->held_bytes = (size_t)n;
     }
     l->ready = 0;
@@ -376,7 +416,7 @@ static ringoResult_t mpi_poll(struct ringo_link* l, int* ready) {
   MPI_CHECK(MPI_Test(&l->reqs[idx], &done, &status), "MPI_Test", l);
   if (done && l->is_recv) {
     int n = 0;
-    MPI_Get_count(&status, MPI_BYTE, &n);
+    MPI_SERIAL(MPI_Get_count(&status, MPI_BYTE, &n));
     l->held_bytes = (size_t)n;
     l->ready = 1;
   }

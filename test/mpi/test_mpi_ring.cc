@@ -24,6 +24,10 @@
 #include "ringo.h"
 #include "ringo_mpi.h"
 
+extern "C" {
+#include "transport.h"
+}
+
 namespace {
 
 using ringo_mpi_test::CommRank;
@@ -467,6 +471,47 @@ TEST(MpiTurns, PointToPointEngineGivesMpiTurns) {
 
 // A third case, another communicator's waits giving MPI turns, needs MPI_THREAD_MULTIPLE (below it
 // only waits of a communicator with MPI links take turns): test_mpi_staged.cc, MpiTurns.*.
+
+// ringoGroupEnd runs each communicator's work on a thread of its own. Below MPI_THREAD_MULTIPLE (this
+// suite's level) MPI may be called by one thread at a time, so two communicators with MPI links in
+// one group must take turns inside MPI: the transport counts how many threads were ever inside MPI
+// at once. All-reduces of 4 MiB and point-to-point sends keep both threads polling MPI together.
+TEST(MpiRing, GroupOfTwoMpiCommunicatorsCallsMpiOneThreadAtATime) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+    ringoComm_t a = InitRing(sub, {"mpi", 4, "mpi", {}}), b = a ? InitRing(sub, {"hosts2x2", 4, nullptr, {0, 0, 1, 1}}) : nullptr;
+    if (!a || !b) {
+      if (a) ringoCommDestroy(a);
+      return;
+    }
+    const int r = CommRank(sub);
+    const size_t count = size_t{1} << 20;
+    std::vector<float> x(count, float(r + 1)), y(count, float(2 * r + 1));
+    std::vector<int32_t> out(count, r), in(count, -1);
+    ringo_mpi_most_concurrent_calls(1);
+    for (int round = 0; round < 3; round++) {
+      ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+      EXPECT_EQ(ringoAllReduce(x.data(), x.data(), count, ringoFloat32, ringoSum, a, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoAllReduce(y.data(), y.data(), count, ringoFloat32, ringoSum, b, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoSend(out.data(), count, ringoInt32, (r + 2) % 4, a, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoRecv(in.data(), count, ringoInt32, (r + 2) % 4, a, nullptr), ringoSuccess);
+      ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << "rank " << r << ": " << ringoGetLastError(a) << " / "
+                                               << ringoGetLastError(b);
+    }
+    // x: 10, then 40, then 160 (exact in float); y: 1+3+5+7 = 16, 64, 256.
+    EXPECT_EQ(x[0], 160.0f);
+    EXPECT_EQ(x[count - 1], 160.0f);
+    EXPECT_EQ(y[0], 256.0f);
+    EXPECT_EQ(y[count - 1], 256.0f);
+    EXPECT_EQ(in[0], (r + 2) % 4);
+    EXPECT_EQ(in[count - 1], (r + 2) % 4);
+    EXPECT_EQ(ringo_mpi_most_concurrent_calls(0), 1) << "rank " << r << ": two threads were inside MPI at once "
+                                                     << "below MPI_THREAD_MULTIPLE";
+    ringo_mpi_test::SleepyBarrier(sub);
+    EXPECT_EQ(ringoCommDestroy(a), ringoSuccess);
+    EXPECT_EQ(ringoCommDestroy(b), ringoSuccess);
+  });
+}
 
 // ---------------------------------------------------------------------------------------------
 // Point-to-point over every link kind: an all-to-all of grouped ringoSend/ringoRecv (links to
