@@ -26,6 +26,7 @@ struct tl_event {
   long seq, chunk, slice, from, to;
   double bytes;
   long step_arg; /* args.step: the step of its walk's schedule (-1: not in the file) */
+  long part;     /* args.part: which of a two-level reduce-scatter's or all-gather's host walks (0: the only one) */
   int step;      /* that step; files without args.step: from the name (see tl_steps_from_names) */
   int walk;      /* enum tl_walk */
 };
@@ -150,6 +151,7 @@ static void js_field(struct json* j, const char* key, struct tl_event* e, int in
     else if (in_args && strcmp(key, "from") == 0) e->from = (long)v;
     else if (in_args && strcmp(key, "to") == 0) e->to = (long)v;
     else if (in_args && strcmp(key, "step") == 0) e->step_arg = (long)v;
+    else if (in_args && strcmp(key, "part") == 0) e->part = (long)v;
   } else {
     js_skip(j, 1);
   }
@@ -270,12 +272,13 @@ static void tl_label(const struct tl_view* v, const struct tl_event* e, char* bu
   if (v->sliced && n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ".%ld", e->slice);
 }
 
-/* The box that received what e sent: the next rank of its ring, one step later in the same walk,
- * same collective, chunk and slice. */
+/* The box that received what e sent: the next rank of its ring, one step later in the same walk
+ * (and the same of a two-level collective's several host walks), same collective, chunk and slice. */
 static const struct tl_event* tl_receiver(const struct tl_view* v, const struct tl_event* e) {
   for (long i = 0; i < v->n; i++) {
     const struct tl_event* r = &v->ev[i];
-    if (r->pid == e->to && r->from == e->pid && r->seq == e->seq && r->walk == e->walk && r->step == e->step + 1 &&
+    if (r->pid == e->to && r->from == e->pid && r->seq == e->seq && r->walk == e->walk && r->part == e->part &&
+        r->step == e->step + 1 &&
         r->chunk == e->chunk && r->slice == e->slice && strcmp(r->cat, e->cat) == 0)
       return r;
   }

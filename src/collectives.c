@@ -26,14 +26,16 @@ struct walk {
   ringoRedOp_t last_op;           /* op of a step that keeps its value: the call's, or a partial one */
   const struct ringo_step* steps;
   int nsteps;
+  const int* blocks;              /* reduce-scatter, all-gather: the block of ring position q (schedule.h) */
+  int part;                       /* which of a two-level collective's host walks (the host it serves), for the trace */
 };
 
 /* Where chunk c of a walk lives (schedule.h). */
 struct chunk_geom { size_t in_off, out_off, len; };
 
-static struct chunk_geom chunk_at(const struct ringo_op* op, const struct walk* w, int c) {
+static struct chunk_geom chunk_at(const struct walk* w, int c) {
   struct chunk_geom g;
-  ringo_chunk_geometry(w->coll, w->count, w->n, op->comm->ring, c, &g.in_off, &g.out_off, &g.len);
+  ringo_chunk_geometry(w->coll, w->count, w->n, w->blocks, c, &g.in_off, &g.out_off, &g.len);
   return g;
 }
 
@@ -308,7 +310,7 @@ static void trace_slice(const struct ringo_op* op, const struct walk* w, int t, 
   const int receives = ringo_prim_receives(st->prim), sends = ringo_prim_sends(st->prim);
   const struct ringo_trace_event ev = {
       .coll = op->coll, .prim = st->prim, .seq = op->seq, /* its own number, also when the proxy runs it later */
-      .step = t, .chunk = st->chunk, .level = w->level, .ring_size = w->n,
+      .step = t, .chunk = st->chunk, .level = w->level, .ring_size = w->n, .part = w->part,
       .recv_peer = receives ? w->recv->peer : -1, .send_peer = sends ? w->send->peer : -1,
       .round = round, .bytes = bytes, .t0 = t0, .t1 = ringo_now()};
   ringo_trace_record(op->comm->trace, &ev);
@@ -349,13 +351,16 @@ static size_t walk_rounds(const struct walk* w) {
 static struct walk flat_walk(const struct ringo_op* op, const struct ringo_step* steps, int nsteps) {
   const ringoComm_t comm = op->comm;
   return (struct walk){RINGO_WALK_FLAT, &comm->send, &comm->recv, comm->nranks, comm->pos, op->coll, op->count,
-                       op->sendbuff, op->recvbuff, slice_elems(comm, op->type), op->op, steps, nsteps};
+                       op->sendbuff, op->recvbuff, slice_elems(comm, op->type), op->op, steps, nsteps, comm->ring, 0};
 }
 
-/* The two-level ring takes an all-reduce where the communicator has one (comm.h), above the gather
- * path. What it takes depends only on what every rank agrees on, so every rank takes the same. */
+/* The two-level ring takes an all-reduce (above the gather path), a reduce-scatter and an all-gather
+ * where the communicator has one (comm.h). What it takes depends only on what every rank agrees on,
+ * so every rank takes the same. */
 static int two_level_fits(const struct ringo_op* op) {
-  return op->comm->host_ring.n > 1 && op->coll == RINGO_COLL_ALLREDUCE && !gather_fits(op);
+  if (op->comm->host_ring.n < 2) return 0;
+  return op->coll == RINGO_COLL_ALLREDUCE ? !gather_fits(op)
+                                          : op->coll == RINGO_COLL_REDUCESCATTER || op->coll == RINGO_COLL_ALLGATHER;
 }
 
 size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice) {
@@ -390,7 +395,7 @@ static ringoResult_t walk_run(const struct ringo_op* op, const struct walk* w) {
   for (size_t j = 0; j < rounds; j++) {
     if (op->phases && j == phase_end) RINGO_CHECK(phase_begin(op, rounds, ++phase, &phase_end));
     for (int t = 0; t < w->nsteps; t++) {
-      const struct chunk_geom g = chunk_at(op, w, w->steps[t].chunk);
+      const struct chunk_geom g = chunk_at(w, w->steps[t].chunk);
       size_t off, n;
       ringo_slice_range(g.len, w->slice, j, &off, &n);
       if (n == 0) continue; /* both ends of the link skip the same empty slice */
@@ -442,12 +447,56 @@ static ringoResult_t run_two_level(const struct ringo_op* op) {
   const size_t host_slice = slot_elems(host->slot_bytes, op->type), net_slice = slot_elems(net->slot_bytes, op->type);
   const struct walk walks[3] = {
       {RINGO_WALK_HOST_RS, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->sendbuff,
-       op->recvbuff, host_slice, partial_op(op->op), rs, ringo_schedule_half(RINGO_HALF_REDUCE_SCATTER, host->n, host->pos, rs)},
+       op->recvbuff, host_slice, partial_op(op->op), rs, ringo_schedule_half(RINGO_HALF_REDUCE_SCATTER, host->n, host->pos, rs),
+       NULL, 0},
       {RINGO_WALK_ACROSS, &net->send, &net->recv, net->n, net->pos, RINGO_COLL_ALLREDUCE, len, mine, mine, net_slice, op->op,
-       across, ringo_schedule(RINGO_COLL_ALLREDUCE, net->n, net->pos, 0, across)},
+       across, ringo_schedule(RINGO_COLL_ALLREDUCE, net->n, net->pos, 0, across), NULL, 0},
       {RINGO_WALK_HOST_AG, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->recvbuff,
-       op->recvbuff, host_slice, op->op, ag, ringo_schedule_half(RINGO_HALF_ALL_GATHER, host->n, host->pos, ag)}};
+       op->recvbuff, host_slice, op->op, ag, ringo_schedule_half(RINGO_HALF_ALL_GATHER, host->n, host->pos, ag), NULL, 0}};
   for (int k = 0; k < 3; k++) RINGO_CHECK(walk_run(op, &walks[k]));
+  return ringoSuccess;
+}
+
+/* The two-level ring for a reduce-scatter or an all-gather of `count` elements per rank. The ring is
+ * laid out host by host (comm->ring[h * L + i] is the rank at place i of host h), so rank
+ * (h', i)'s block sits at sendbuff/recvbuff block ring[h' * L + i]. Each rank sends (N-1)·count, as
+ * on the one ring, but only (H-1)·count of it across hosts, from every rank of a host (the one
+ * ring: (N-1)·count through one rank per host).
+ * - reduce-scatter: for each host h', the reduce-scatter of the L blocks of h''s ranks around the
+ *   host ring leaves place i with its host's partial sum of block (h', i), kept in scratch slot h';
+ *   then the ranks at place i reduce-scatter the H slots around the ring across hosts, so (h, i)
+ *   ends with the whole sum of its own block (avg divides by N there).
+ * - all-gather: the ranks at place i all-gather their blocks across hosts first, then for each host
+ *   h' place i hands block (h', i) around the host ring.
+ * The host walks run one per host, one after another; the sums are grouped by host, so the bits
+ * differ from the one ring's but are the same on every rank. */
+static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  struct ringo_ring_links *host = &comm->host_ring, *net = &comm->net_ring;
+  if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level collective in phases", comm->rank);
+  const int per = host->n, hosts = net->n, rs_call = op->coll == RINGO_COLL_REDUCESCATTER;
+  const size_t esize = ringo_type_size(op->type), block = op->count * esize;
+  const size_t host_slice = slot_elems(host->slot_bytes, op->type), net_slice = slot_elems(net->slot_bytes, op->type);
+  struct ringo_step hs[RINGO_MAX_STEPS(per)], xs[RINGO_MAX_STEPS(hosts)];
+  int place[hosts], slot_of[hosts]; /* the ranks at this place, by host; scratch slot q holds host q's block */
+  for (int q = 0; q < hosts; q++) place[q] = comm->ring[q * per + host->pos], slot_of[q] = q;
+  const int nh = ringo_schedule(op->coll, per, host->pos, 0, hs), nx = ringo_schedule(op->coll, hosts, net->pos, 0, xs);
+  char* scratch = NULL;
+  if (rs_call) RINGO_CHECK(ringo_comm_scratch(comm, (size_t)hosts * block, (void**)&scratch));
+  struct walk hw = {rs_call ? RINGO_WALK_HOST_RS : RINGO_WALK_HOST_AG, &host->send, &host->recv, per, host->pos, op->coll,
+                    op->count, NULL, NULL, host_slice, rs_call ? partial_op(op->op) : op->op, hs, nh, NULL, 0};
+  const struct walk across = {RINGO_WALK_ACROSS, &net->send, &net->recv, hosts, net->pos, op->coll, op->count,
+                              rs_call ? scratch : op->sendbuff, op->recvbuff, net_slice, op->op, xs, nx,
+                              rs_call ? slot_of : place, 0};
+  if (!rs_call) RINGO_CHECK(walk_run(op, &across));
+  for (int q = 0; q < hosts; q++) {
+    hw.blocks = comm->ring + q * per; /* host q's ranks, by place */
+    hw.part = q;
+    hw.in = rs_call ? op->sendbuff : (const char*)op->recvbuff + (size_t)comm->ring[q * per + host->pos] * block;
+    hw.out = rs_call ? scratch + (size_t)q * block : op->recvbuff;
+    RINGO_CHECK(walk_run(op, &hw));
+  }
+  if (rs_call) RINGO_CHECK(walk_run(op, &across));
   return ringoSuccess;
 }
 
@@ -468,7 +517,7 @@ static ringoResult_t run_two_level_marked(const struct ringo_op* op) {
   const void* theirs;
   RINGO_CHECK(conn_send(op, &comm->send, &slot));
   RINGO_CHECK(conn_post(comm, &comm->send, 0));
-  RINGO_CHECK(run_two_level(op));
+  RINGO_CHECK(op->coll == RINGO_COLL_ALLREDUCE ? run_two_level(op) : run_two_level_scatter_gather(op));
   const ringoResult_t res = conn_recv(op, &comm->recv, 0, &theirs);
   if (res != ringoSuccess) {
     char where[96];

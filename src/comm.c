@@ -335,6 +335,7 @@ void ringo_comm_free(ringoComm_t comm) {
   free(comm->gather_to);
   free(comm->gather_from);
   free(comm->gather_buf);
+  free(comm->scratch);
   if (comm->tctx_free) comm->tctx_free(comm->tctx);
   free(comm->info);
   free(comm->ring);
@@ -371,6 +372,20 @@ void ringo_comm_fail(ringoComm_t comm, ringoResult_t res) {
     conn_poison(&comm->p2p[r].send, &why);
     conn_poison(&comm->p2p[r].recv, &why);
   }
+}
+
+ringoResult_t ringo_comm_scratch(ringoComm_t comm, size_t bytes, void** out) {
+  if (bytes > comm->scratch_bytes) {
+    void* grown = malloc(bytes); /* not realloc: nothing in it needs keeping */
+    if (!grown)
+      return ringo_fail(ringoSystemError, "rank %d: out of memory for %zu bytes of scratch (a two-level "
+                        "reduce-scatter keeps one block per host)", comm->rank, bytes);
+    free(comm->scratch);
+    comm->scratch = grown;
+    comm->scratch_bytes = bytes;
+  }
+  *out = comm->scratch;
+  return ringoSuccess;
 }
 
 ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what) {

@@ -58,13 +58,17 @@ static const char* prim_name(enum ringo_prim p) {
  * receive of all-gather step t-N+1 after that: name it the way the seed does. */
 static void step_label(const struct ringo_trace_event* e, char* buf, size_t cap) {
   /* The two-level ring's walks (trace.h): the host ring's halves count their own steps; across
-   * hosts it is an all-reduce of the ranks at one place of every host, named as one. */
+   * hosts an all-reduce's walk is an all-reduce of the ranks at one place of every host, named as
+   * one; a reduce-scatter's or all-gather's is that collective among them. */
   const int n = e->ring_size;
   if (e->level == RINGO_WALK_HOST_RS || e->level == RINGO_WALK_HOST_AG)
     snprintf(buf, cap, "host %s step %d", e->level == RINGO_WALK_HOST_RS ? "reduce-scatter" : "all-gather", e->step);
   else if (e->coll == RINGO_COLL_ALLREDUCE)
     snprintf(buf, cap, "%s%s step %d", e->level == RINGO_WALK_ACROSS ? "across hosts " : "",
              e->step < n - 1 ? "reduce-scatter" : "all-gather", e->step < n - 1 ? e->step : e->step - (n - 1));
+  else if (e->level == RINGO_WALK_ACROSS) /* a two-level reduce-scatter's or all-gather's walk across hosts */
+    snprintf(buf, cap, "across hosts %s step %d", e->coll == RINGO_COLL_REDUCESCATTER ? "reduce-scatter" : "all-gather",
+             e->step);
   else
     snprintf(buf, cap, "%s step %d", coll_name(e->coll), e->step);
 }
@@ -81,10 +85,10 @@ static void write_events(const struct ringo_trace* t, FILE* f, int empty) {
     else step_label(e, label, sizeof label);
     fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
                "\"args\":{\"seq\":%llu,\"prim\":\"%s\",\"chunk\":%d,\"slice\":%zu,\"bytes\":%zu,"
-               "\"from\":%d,\"to\":%d,\"step\":%d}}",
+               "\"from\":%d,\"to\":%d,\"step\":%d,\"part\":%d}}",
             label, coll_name(e->coll), t->rank, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
             e->oneshot ? "one-shot" : prim_name(e->prim), e->chunk, e->round, e->bytes, e->recv_peer, e->send_peer,
-            e->step);
+            e->step, e->part);
   }
 }
 

@@ -68,9 +68,15 @@ struct ringoComm {
   int gather_rounds;
   size_t gather_bytes;
   char* gather_buf;
+  /* A two-level reduce-scatter's partial sums, one block per host (ringo_comm_scratch): grown to
+   * the largest asked for, freed with the communicator. Used by whichever thread runs the
+   * communicator's host work, one collective at a time (a host collective quiesces the proxy). */
+  void* scratch;
+  size_t scratch_bytes;
   /* The two-level ring of a communicator under RINGO_ALGO=auto whose hosts (two or more) each hold
    * the same number of ranks (two or more): an all-reduce goes around this rank's host (host_ring),
-   * across hosts among the ranks at the same place on theirs (net_ring), and around the host again. */
+   * across hosts among the ranks at the same place on theirs (net_ring), and around the host again;
+   * a reduce-scatter or all-gather goes around the host once per host and across hosts once. */
   struct ringo_ring_links host_ring, net_ring;
   struct ringo_rank_info* info; /* info[rank], from init */
   struct ringo_p2p_peer* p2p;   /* p2p[peer] */
@@ -177,6 +183,8 @@ ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res);
  * refuses further work (sticky error), every link is poisoned so the neighbours stop waiting and
  * report the same error, and the message is recorded. */
 void ringo_comm_fail(ringoComm_t comm, ringoResult_t res);
+/* *out = comm's scratch buffer of at least bytes (grown as needed; kept until the communicator goes). */
+ringoResult_t ringo_comm_scratch(ringoComm_t comm, size_t bytes, void** out);
 
 /* The error a communicator in error (or not yet initialised) gives any new call, or ringoSuccess. */
 ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what);

@@ -27,6 +27,7 @@ struct ringo_trace_event {
   int step, chunk, recv_peer, send_peer;
   int level;     /* enum ringo_walk_level */
   int ring_size; /* ranks of the ring the step went around */
+  int part;      /* a two-level reduce-scatter's or all-gather's host walks: the host the walk serves */
   size_t round, bytes;
   double t0, t1;
   int oneshot;

@@ -1,6 +1,7 @@
 // test_mpi_two_level.cc — the two-level ring's own checks under mpirun, across fake hosts
 // (RINGO_HOSTNAME): a mismatch that reaches a rank blocked on another, RINGO_ALGO agreed through the
-// rank infos, RINGO_TRACE's names for its walks and ringo-trace --timeline's drawing of them.
+// rank infos, RINGO_TRACE's names for its walks (all-reduce, reduce-scatter, all-gather) and
+// ringo-trace --timeline's drawing of them.
 // Run: mpirun -np 8 build/test/mpi/test_mpi_two_level.
 
 #define OMPI_SKIP_MPICXX 1
@@ -101,19 +102,90 @@ TEST(MpiTwoLevel, RanksThatDifferOnRingoAlgoAgree) {
   });
 }
 
-// RINGO_TRACE on the two-level ring: each step is named after its walk, and its peers are the
-// rank's neighbours in that walk's ring: on the host ring (fake hosts {0, 1, 0, 1}, ring 0 2 1 3)
-// 0 and 2, 1 and 3; across hosts the ranks at the same place, 0 and 1, 2 and 3.
+// ---- RINGO_TRACE on the two-level ring ----
+// Fake hosts {0, 1, 0, 1}: the ring is 0 2 1 3, so on the host ring 0 and 2, 1 and 3 are neighbours,
+// across hosts the ranks at the same place, 0 and 1, 2 and 3.
+
+// A trace file made by the 4 ranks of sub (every rank appends its events when it destroys comm).
+std::string TracePath(MPI_Comm sub, const char* what) {
+  char path[128] = "";
+  if (CommRank(sub) == 0) snprintf(path, sizeof path, "/tmp/ringo-two-level-%s-%d.json", what, (int)getpid());
+  MPI_Bcast(path, sizeof path, MPI_CHAR, 0, sub);
+  if (CommRank(sub) == 0) unlink(path);
+  MPI_Barrier(sub);
+  return path;
+}
+
+struct TraceScan {
+  std::set<std::string> names;
+  std::set<int> parts;  // of the host walks
+  int events = 0, sends = 0;
+};
+
+// Every step event of the file: each names its walk, and its peers are the rank's neighbours in
+// that walk's ring.
+TraceScan ScanTrace(const std::string& path) {
+  TraceScan scan;
+  FILE* f = fopen(path.c_str(), "r");
+  EXPECT_NE(f, nullptr) << path;
+  if (!f) return scan;
+  const int host_peer[4] = {2, 3, 0, 1}, net_peer[4] = {1, 0, 3, 2};
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    const char* name = strstr(line, "\"name\":\"");
+    const char *pid_at = strstr(line, "\"pid\":"), *from_at = strstr(line, "\"from\":");
+    if (!name || !pid_at || !from_at || strstr(line, "\"ph\":\"X\"") == nullptr) continue;
+    name += 8;
+    const std::string label(name, strchr(name, '"') - name);
+    int pid = -1, from = -2, to = -2, step = -1, part = -1;
+    EXPECT_EQ(sscanf(pid_at, "\"pid\":%d", &pid), 1) << line;
+    EXPECT_EQ(sscanf(from_at, "\"from\":%d,\"to\":%d,\"step\":%d,\"part\":%d", &from, &to, &step, &part), 4) << line;
+    if (pid < 0 || pid >= 4) {
+      ADD_FAILURE() << line;
+      continue;
+    }
+    const bool across = label.rfind("across hosts ", 0) == 0;
+    const int peer = across ? net_peer[pid] : host_peer[pid];
+    EXPECT_TRUE(from == -1 || from == peer) << line;
+    EXPECT_TRUE(to == -1 || to == peer) << line;
+    if (!across) scan.parts.insert(part);
+    scan.names.insert(label);
+    scan.events++;
+    scan.sends += to >= 0;
+  }
+  fclose(f);
+  return scan;
+}
+
+// ringo-trace --timeline draws the walks of collective `seq`: a box per event, an arrow per slice
+// handed on (across hosts too), and each rank's bytes sent and received as given. Returns its output.
+std::string CheckTimeline(const std::string& path, int seq, const TraceScan& scan, long bytes_per_rank) {
+  const std::string svg = path + ".svg";
+  const ringo_test::ToolRun tl =
+      ringo_test::RunTool("ringo-trace", "--timeline " + path + " --seq " + std::to_string(seq) + " --svg " + svg);
+  EXPECT_EQ(tl.status, 0) << tl.out;
+  EXPECT_NE(tl.out.find("4 ranks, " + std::to_string(scan.events) + " step events of collective " +
+                        std::to_string(seq) + " (two-level ring"),
+            std::string::npos) << tl.out;
+  const std::string bytes = std::to_string(bytes_per_rank);
+  EXPECT_EQ(ringo_test::CountOf(tl.out, std::string(12 - bytes.size(), ' ') + bytes + std::string(12 - bytes.size(), ' ') +
+                                            bytes + " "), 4u) << tl.out;
+  const std::string drawn = ringo_test::ReadFile(svg);
+  EXPECT_EQ(ringo_test::CountOf(drawn, "<title>rank "), static_cast<size_t>(scan.events));
+  EXPECT_EQ(ringo_test::TimelineHandoffs(drawn), static_cast<size_t>(scan.sends)) << "events " << scan.events;
+  // Across hosts in green (two shades): a box or more per rank, and the legend's two.
+  EXPECT_GE(ringo_test::CountOf(drawn, "fill=\"#59a14f\"") + ringo_test::CountOf(drawn, "fill=\"#8cd17d\""),
+            static_cast<size_t>(4 + 2));
+  unlink(svg.c_str());
+  return tl.out;
+}
+
 TEST(MpiTwoLevel, TraceNamesItsWalks) {
   if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
   ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
     const int r = CommRank(sub);
-    char path[128] = "";
-    if (r == 0) snprintf(path, sizeof path, "/tmp/ringo-two-level-trace-%d.json", (int)getpid());
-    MPI_Bcast(path, sizeof path, MPI_CHAR, 0, sub);
-    if (r == 0) unlink(path);
-    MPI_Barrier(sub);
-    setenv("RINGO_TRACE", path, 1);
+    const std::string path = TracePath(sub, "allreduce");
+    setenv("RINGO_TRACE", path.c_str(), 1);
     ringoComm_t comm = InitRing(sub, {"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"});
     unsetenv("RINGO_TRACE");
     if (!comm) return;
@@ -125,61 +197,73 @@ TEST(MpiTwoLevel, TraceNamesItsWalks) {
     EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
     MPI_Barrier(sub);  // every rank has appended its events
     if (r != 0) return;
-    FILE* f = fopen(path, "r");
-    ASSERT_NE(f, nullptr) << path;
-    std::set<std::string> names;
-    const int host_peer[4] = {2, 3, 0, 1}, net_peer[4] = {1, 0, 3, 2};
-    char line[1024];
-    int events = 0, sends = 0;
-    while (fgets(line, sizeof line, f)) {
-      const char* name = strstr(line, "\"name\":\"");
-      const char *pid_at = strstr(line, "\"pid\":"), *from_at = strstr(line, "\"from\":");
-      if (!name || !pid_at || !from_at || strstr(line, "\"ph\":\"X\"") == nullptr) continue;
-      name += 8;
-      const std::string label(name, strchr(name, '"') - name);
-      int pid = -1, from = -2, to = -2;
-      ASSERT_EQ(sscanf(pid_at, "\"pid\":%d", &pid), 1) << line;
-      ASSERT_EQ(sscanf(from_at, "\"from\":%d,\"to\":%d", &from, &to), 2) << line;
-      ASSERT_TRUE(pid >= 0 && pid < 4) << line;
-      const int peer = label.rfind("across hosts ", 0) == 0 ? net_peer[pid] : host_peer[pid];
-      EXPECT_TRUE(from == -1 || from == peer) << line;
-      EXPECT_TRUE(to == -1 || to == peer) << line;
-      names.insert(label);
-      events++;
-      sends += to >= 0;
-    }
-    fclose(f);
-    // ringo-trace --timeline draws the three walks: a box per event, an arrow per slice handed on
-    // (across hosts too), and each rank sent 2(N-1)/N of the 400000 bytes.
-    const std::string svg = std::string(path) + ".svg";
-    const ringo_test::ToolRun tl = ringo_test::RunTool("ringo-trace", std::string("--timeline ") + path + " --svg " + svg);
-    EXPECT_EQ(tl.status, 0) << tl.out;
-    EXPECT_NE(tl.out.find("4 ranks, " + std::to_string(events) + " step events of collective 0 (two-level ring"),
-              std::string::npos) << tl.out;
-    EXPECT_EQ(ringo_test::CountOf(tl.out, "      600000      600000 "), 4u) << tl.out;
-    const std::string drawn = ringo_test::ReadFile(svg);
-    EXPECT_EQ(ringo_test::CountOf(drawn, "<title>rank "), static_cast<size_t>(events));
-    EXPECT_EQ(ringo_test::TimelineHandoffs(drawn), static_cast<size_t>(sends)) << "events " << events;
-    // The walks' labels (h: host ring, x: across hosts) and the across-hosts colour (every rank's
-    // reduce-scatter step across hosts, and the legend's); a file without args.step (steps from the
-    // names: across hosts, all-gather follows H-1 reduce-scatter steps) draws the same arrows.
-    for (const char* label : {"hrs0 c", "hrs1 c", "xrs0 c", "xag0 c", "xag1 c"})
-      EXPECT_EQ(ringo_test::CountOf(tl.out, label) >= 4, true) << label << " on every rank:\n" << tl.out;
-    EXPECT_GE(ringo_test::CountOf(drawn, "fill=\"#59a14f\""), static_cast<size_t>(4 + 1));
-    const std::string old_path = std::string(path) + ".old";
-    std::ofstream(old_path) << ringo_test::WithoutNumberArg(ringo_test::ReadFile(path), "step");
-    const ringo_test::ToolRun old = ringo_test::RunTool("ringo-trace", "--timeline " + old_path + " --svg " + svg);
-    EXPECT_EQ(old.status, 0) << old.out;
-    EXPECT_EQ(ringo_test::TimelineHandoffs(ringo_test::ReadFile(svg)), static_cast<size_t>(sends));
-    unlink(old_path.c_str());
-    unlink(svg.c_str());
-    unlink(path);
+    const TraceScan scan = ScanTrace(path);
     const std::set<std::string> expected = {
         "host reduce-scatter step 0",      "host reduce-scatter step 1",   "across hosts reduce-scatter step 0",
         "across hosts all-gather step 0", "across hosts all-gather step 1", "host all-gather step 0",
         "host all-gather step 1"};
-    EXPECT_EQ(names, expected);
-    EXPECT_GT(events, 4 * 7);
+    EXPECT_EQ(scan.names, expected);
+    EXPECT_EQ(scan.parts, std::set<int>{0});
+    EXPECT_GT(scan.events, 4 * 7);
+    // Each rank sent 2(N-1)/N of the 400000 bytes. The walks' labels (h: host ring, x: across
+    // hosts); a file without args.step (steps from the names: across hosts, all-gather follows
+    // H-1 reduce-scatter steps) draws the same arrows.
+    const std::string out = CheckTimeline(path, 0, scan, 600000);
+    for (const char* label : {"hrs0 c", "hrs1 c", "xrs0 c", "xag0 c", "xag1 c"})
+      EXPECT_EQ(ringo_test::CountOf(out, label) >= 4, true) << label << " on every rank:\n" << out;
+    const std::string old_path = path + ".old", svg = path + ".svg";
+    std::ofstream(old_path) << ringo_test::WithoutNumberArg(ringo_test::ReadFile(path), "step");
+    const ringo_test::ToolRun old = ringo_test::RunTool("ringo-trace", "--timeline " + old_path + " --svg " + svg);
+    EXPECT_EQ(old.status, 0) << old.out;
+    EXPECT_EQ(ringo_test::TimelineHandoffs(ringo_test::ReadFile(svg)), static_cast<size_t>(scan.sends));
+    unlink(old_path.c_str());
+    unlink(svg.c_str());
+    unlink(path.c_str());
+  });
+}
+
+// A reduce-scatter and an all-gather on the two-level ring: the host ring's walks, one per host
+// (parts 0 and 1), and one walk across hosts; each rank sends (N-1) blocks, as on the one ring.
+TEST(MpiTwoLevel, ReduceScatterAndAllGatherWalkEveryHostThenAcross) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+    const int r = CommRank(sub);
+    const std::string rs_path = TracePath(sub, "reducescatter"), ag_path = TracePath(sub, "allgather");
+    const size_t count = 50000;  // 200000 bytes a block: two slices on the host ring
+    std::vector<float> in(4 * count), out(count, -1.0f), all(4 * count, -1.0f);
+    for (size_t i = 0; i < in.size(); i++) in[i] = float(r + 1) * float(i % 7 + 1);
+    for (const std::string& path : {rs_path, ag_path}) {
+      setenv("RINGO_TRACE", path.c_str(), 1);
+      ringoComm_t comm = InitRing(sub, {"hosts2x2", 4, nullptr, {0, 1, 0, 1}, "4K"});
+      unsetenv("RINGO_TRACE");
+      if (!comm) return;
+      if (path == rs_path)
+        EXPECT_EQ(ringoReduceScatter(in.data(), out.data(), count, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess)
+            << ringoGetLastError(comm);
+      else
+        EXPECT_EQ(ringoAllGather(out.data(), all.data(), count, ringoFloat32, comm, nullptr), ringoSuccess)
+            << ringoGetLastError(comm);
+      EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    }
+    // Block r of every input, summed: 10 x (i % 7 + 1) at element r*count + i; then every block.
+    for (size_t i = 0; i < 4 * count; i++)
+      if (all[i] != 10.0f * float(i % 7 + 1)) {
+        ADD_FAILURE() << "rank " << r << ": element " << i << " is " << all[i];
+        break;
+      }
+    MPI_Barrier(sub);
+    if (r != 0) return;
+    const TraceScan rs = ScanTrace(rs_path), ag = ScanTrace(ag_path);
+    EXPECT_EQ(rs.names, (std::set<std::string>{"host reduce-scatter step 0", "host reduce-scatter step 1",
+                                               "across hosts reduce-scatter step 0", "across hosts reduce-scatter step 1"}));
+    EXPECT_EQ(ag.names, (std::set<std::string>{"across hosts all-gather step 0", "across hosts all-gather step 1",
+                                               "host all-gather step 0", "host all-gather step 1"}));
+    EXPECT_EQ(rs.parts, (std::set<int>{0, 1}));
+    EXPECT_EQ(ag.parts, (std::set<int>{0, 1}));
+    CheckTimeline(rs_path, 0, rs, 3 * 200000);
+    CheckTimeline(ag_path, 0, ag, 3 * 200000);
+    unlink(rs_path.c_str());
+    unlink(ag_path.c_str());
   });
 }
 
