@@ -335,8 +335,11 @@ static ringoResult_t step_failed(const struct ringo_op* op, const struct walk* w
   else if (w->level == RINGO_WALK_HOST_AG) snprintf(step, sizeof step, "all-gather step %d", t);
   else if (w->coll == RINGO_COLL_ALLREDUCE) allreduce_step_name(w->n, t, step, sizeof step);
   else snprintf(step, sizeof step, "step %d", t);
-  snprintf(where, sizeof where, "%s of rank %d (%s position %d), chunk %d, slice %zu", step, op->comm->rank,
-           rings[w->level], w->pos, w->steps[t].chunk, round);
+  char walk[48] = "";
+  if (w->level != RINGO_WALK_FLAT && w->level != RINGO_WALK_ACROSS && w->coll != RINGO_COLL_ALLREDUCE)
+    snprintf(walk, sizeof walk, ", the walk for host %d's blocks", w->part);
+  snprintf(where, sizeof where, "%s of rank %d (%s position %d%s), chunk %d, slice %zu", step, op->comm->rank,
+           rings[w->level], w->pos, walk, w->steps[t].chunk, round);
   return failed_at(op, res, where);
 }
 
@@ -439,6 +442,7 @@ static ringoResult_t run_two_level(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   struct ringo_ring_links *host = &comm->host_ring, *net = &comm->net_ring;
   if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level all-reduce in phases", comm->rank);
+  if (op->count == 0) return ringoSuccess; /* the marks were all there is */
   const size_t esize = ringo_type_size(op->type);
   struct ringo_step rs[RINGO_MAX_STEPS(host->n)], ag[RINGO_MAX_STEPS(host->n)], across[RINGO_MAX_STEPS(net->n)];
   size_t off, len;
@@ -474,6 +478,7 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   struct ringo_ring_links *host = &comm->host_ring, *net = &comm->net_ring;
   if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level collective in phases", comm->rank);
+  if (op->count == 0) return ringoSuccess; /* the marks were all there is (and no NULL + 0 below) */
   const int per = host->n, hosts = net->n, rs_call = op->coll == RINGO_COLL_REDUCESCATTER;
   const size_t esize = ringo_type_size(op->type), block = op->count * esize;
   const size_t host_slice = slot_elems(host->slot_bytes, op->type), net_slice = slot_elems(net->slot_bytes, op->type);
@@ -500,31 +505,46 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
   return ringoSuccess;
 }
 
-/* An all-reduce on the two-level ring leaves the ring's own links idle, and a rank that called
- * another collective (so took the ring) would wait on links its neighbours never use, until
- * RINGO_TIMEOUT. So such an all-reduce first posts its fingerprint, without payload, on the ring
- * link to the next rank, and takes the previous rank's once it is done. A neighbour on the ring takes
- * the mark where its first slice is due, names the mismatch (the fingerprints differ) and poisons
- * every link it has; this rank's two-level waits watch that link too (comm.c), since the rank before
- * it may be blocked on it. It costs a message per all-reduce (about 10 us at 16-64 KiB across hosts
- * over TCP on this project's VM, nothing to see from 1 MiB), so the gather path, all latency, goes
- * without: there a rank on another path is caught by RINGO_TIMEOUT, as is a two-level rank against
- * a gathering one, or one whose next rank on the ring never receives (a broadcast's root, a
- * reduce's first rank). */
-static ringoResult_t run_two_level_marked(const struct ringo_op* op) {
-  const ringoComm_t comm = op->comm;
+/* Posts op's fingerprint without payload (a mark) on c, toward its peer. */
+static ringoResult_t post_mark(const struct ringo_op* op, struct ringo_conn* c) {
   void* slot;
+  RINGO_CHECK(conn_send(op, c, &slot));
+  return conn_post(op->comm, c, 0);
+}
+
+/* Takes the mark c's peer posted; a mark of another collective is named as the mismatch. */
+static ringoResult_t take_mark(const struct ringo_op* op, struct ringo_conn* c, const char* ring) {
   const void* theirs;
-  RINGO_CHECK(conn_send(op, &comm->send, &slot));
-  RINGO_CHECK(conn_post(comm, &comm->send, 0));
-  RINGO_CHECK(op->coll == RINGO_COLL_ALLREDUCE ? run_two_level(op) : run_two_level_scatter_gather(op));
-  const ringoResult_t res = conn_recv(op, &comm->recv, 0, &theirs);
+  const ringoResult_t res = conn_recv(op, c, 0, &theirs);
   if (res != ringoSuccess) {
     char where[96];
-    snprintf(where, sizeof where, "the mark from rank %d to rank %d", comm->recv.peer, comm->rank);
+    snprintf(where, sizeof where, "the mark from rank %d to rank %d on the %s", c->peer, op->comm->rank, ring);
     return failed_at(op, res, where);
   }
-  RINGO_CHECK(conn_release(comm, &comm->recv, 0));
+  return conn_release(op->comm, c, 0);
+}
+
+/* A collective on the two-level ring leaves the ring's own links idle, and a rank that called
+ * another collective (so took the ring) would wait on links its neighbours never use, until
+ * RINGO_TIMEOUT. So it first posts its fingerprint, without payload, on the ring link to the next
+ * rank, and takes the previous rank's once it is done. A neighbour on the ring takes the mark where
+ * its first slice is due, names the mismatch (the fingerprints differ) and poisons every link it
+ * has; this rank's two-level waits watch that link too (comm.c), since the rank before it may be
+ * blocked on it. Two ranks of a host on two different two-level collectives could each wait on the
+ * link the other does not use first (an all-gather starts across hosts, the others on the host
+ * ring): so it also posts a mark on the host ring and takes its host neighbour's before it starts.
+ * The marks cost a message each per collective (about 10 us at 16-64 KiB across hosts over TCP on
+ * this project's VM, nothing to see from 1 MiB), so the gather path, all latency, goes without:
+ * there a rank on another path is caught by RINGO_TIMEOUT, as is a two-level rank against a
+ * gathering one, or one whose next rank on the ring never receives (a broadcast's root, a reduce's
+ * first rank). */
+static ringoResult_t run_two_level_marked(const struct ringo_op* op) {
+  const ringoComm_t comm = op->comm;
+  RINGO_CHECK(post_mark(op, &comm->send));
+  RINGO_CHECK(post_mark(op, &comm->host_ring.send));
+  RINGO_CHECK(take_mark(op, &comm->host_ring.recv, "host ring"));
+  RINGO_CHECK(op->coll == RINGO_COLL_ALLREDUCE ? run_two_level(op) : run_two_level_scatter_gather(op));
+  RINGO_CHECK(take_mark(op, &comm->recv, "ring"));
   return finish_sends(&comm->send);
 }
 

@@ -33,22 +33,23 @@ using namespace ringo_mpi_ring;
 // names the mismatch from its mark, but the rank before it is blocked sending to it on the ring and
 // it waits for that rank on its host ring, so neither hears of it through their own links. Its
 // two-level waits watch its ring link to the next rank (comm.c), so every rank fails at once with
-// the mismatch. 2 hosts of 3, the odd rank at each place; all-gather and reduce-scatter.
+// the mismatch. 2 hosts of 3, the odd rank at each place; the others broadcast from it, or reduce
+// to the rank before it (so the odd rank's next rank receives in both).
 TEST(MpiTwoLevel, RankAmongRingRanksIsNamed) {
   if (CommSize(MPI_COMM_WORLD) < 6) GTEST_SKIP() << "needs 6 ranks";
   for (int odd : {0, 1, 2}) {
-    for (bool gather : {true, false}) {
+    for (bool bcast : {true, false}) {
       ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 6, [](int r) { return r; }, [&](MPI_Comm sub) {
         ringoComm_t comm = InitRing(sub, {"hosts2x3", 6, nullptr, {0, 0, 0, 1, 1, 1}, "4K"});
         if (!comm) return;
         const int r = CommRank(sub);
-        const size_t block = 65536;
-        std::vector<float> in(6 * block, 1.0f), out(6 * block, 0.0f);
+        const size_t count = 4 * 65536;
+        std::vector<float> in(count, 1.0f), out(count, 0.0f);
         const auto t0 = std::chrono::steady_clock::now();
         ringoResult_t res;
-        if (r == odd) res = ringoAllReduce(in.data(), out.data(), 4 * block, ringoFloat32, ringoSum, comm, nullptr);
-        else if (gather) res = ringoAllGather(in.data(), out.data(), block, ringoFloat32, comm, nullptr);
-        else res = ringoReduceScatter(in.data(), out.data(), block, ringoFloat32, ringoSum, comm, nullptr);
+        if (r == odd) res = ringoAllReduce(in.data(), out.data(), count, ringoFloat32, ringoSum, comm, nullptr);
+        else if (bcast) res = ringoBroadcast(in.data(), out.data(), count, ringoFloat32, odd, comm, nullptr);
+        else res = ringoReduce(in.data(), out.data(), count, ringoFloat32, ringoSum, (odd + 5) % 6, comm, nullptr);
         const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const std::string msg = ringoGetLastError(comm);
         EXPECT_EQ(res, ringoInvalidUsage) << "odd rank " << odd << ", rank " << r << ": " << msg;
@@ -57,6 +58,34 @@ TEST(MpiTwoLevel, RankAmongRingRanksIsNamed) {
         ringoCommDestroy(comm);
       });
     }
+  }
+}
+
+// Ranks on different collectives that all take the two-level ring: an all-gather starts across
+// hosts, a reduce-scatter or all-reduce on the host ring, so two ranks of a host on different ones
+// could each wait on the link the other does not use first, in a cycle through both hosts. The
+// marks on the host ring name the mismatch at once. 2 hosts of 2 (ranks 0, 1 and 2, 3).
+TEST(MpiTwoLevel, TwoLevelCollectivesThatDifferAreNamed) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  for (const char* calls : {"GAAG", "GRRG", "RGGR", "AAGA", "AARR", "GGRR"}) {
+    ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
+      ringoComm_t comm = InitRing(sub, {"hosts2x2", 4, nullptr, {0, 0, 1, 1}, "4K"});
+      if (!comm) return;
+      const int r = CommRank(sub);
+      const size_t block = 262144;
+      std::vector<float> in(4 * block, 1.0f), out(4 * block, 0.0f);
+      const auto t0 = std::chrono::steady_clock::now();
+      ringoResult_t res;
+      if (calls[r] == 'G') res = ringoAllGather(in.data(), out.data(), block, ringoFloat32, comm, nullptr);
+      else if (calls[r] == 'R') res = ringoReduceScatter(in.data(), out.data(), block, ringoFloat32, ringoSum, comm, nullptr);
+      else res = ringoAllReduce(in.data(), out.data(), block, ringoFloat32, ringoSum, comm, nullptr);
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const std::string msg = ringoGetLastError(comm);
+      EXPECT_EQ(res, ringoInvalidUsage) << calls << ", rank " << r << ": " << msg;
+      EXPECT_NE(msg.find("collective mismatch"), std::string::npos) << calls << ", rank " << r << ": " << msg;
+      EXPECT_LT(took, 5.0) << calls << ", rank " << r;
+      ringoCommDestroy(comm);
+    });
   }
 }
 
