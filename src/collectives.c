@@ -357,13 +357,21 @@ static struct walk flat_walk(const struct ringo_op* op, const struct ringo_step*
                        op->sendbuff, op->recvbuff, slice_elems(comm, op->type), op->op, steps, nsteps, comm->ring, 0};
 }
 
-/* The two-level ring takes an all-reduce (above the gather path), a reduce-scatter and an all-gather
- * where the communicator has one (comm.h). What it takes depends only on what every rank agrees on,
- * so every rank takes the same. */
+/* A reduce-scatter's or all-gather's block per rank from which the two-level ring beats the one ring.
+ * Below it the host walks, one per host, cost more hand-offs than the network bytes they save:
+ * bench/hosts.sh, 4 ranks on each of 2 hosts, A B twice: an all-gather of 32 KiB blocks took
+ * 305-322 us two-level against 209-219 on the one ring; from 64 KiB blocks two-level was as fast
+ * or faster (reduce-scatter of 128 KiB blocks: 729-839 against 1113-1606 us). */
+#define TWO_LEVEL_MIN_BLOCK (64 * 1024)
+
+/* The two-level ring takes an all-reduce (above the gather path), and a reduce-scatter or all-gather
+ * of blocks of TWO_LEVEL_MIN_BLOCK or more, where the communicator has one (comm.h). What it takes
+ * depends only on what every rank agrees on, so every rank takes the same. */
 static int two_level_fits(const struct ringo_op* op) {
   if (op->comm->host_ring.n < 2) return 0;
-  return op->coll == RINGO_COLL_ALLREDUCE ? !gather_fits(op)
-                                          : op->coll == RINGO_COLL_REDUCESCATTER || op->coll == RINGO_COLL_ALLGATHER;
+  if (op->coll == RINGO_COLL_ALLREDUCE) return !gather_fits(op);
+  return (op->coll == RINGO_COLL_REDUCESCATTER || op->coll == RINGO_COLL_ALLGATHER) &&
+         op->count * ringo_type_size(op->type) >= TWO_LEVEL_MIN_BLOCK;
 }
 
 size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice) {
@@ -478,7 +486,6 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   struct ringo_ring_links *host = &comm->host_ring, *net = &comm->net_ring;
   if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level collective in phases", comm->rank);
-  if (op->count == 0) return ringoSuccess; /* the marks were all there is (and no NULL + 0 below) */
   const int per = host->n, hosts = net->n, rs_call = op->coll == RINGO_COLL_REDUCESCATTER;
   const size_t esize = ringo_type_size(op->type), block = op->count * esize;
   const size_t host_slice = slot_elems(host->slot_bytes, op->type), net_slice = slot_elems(net->slot_bytes, op->type);

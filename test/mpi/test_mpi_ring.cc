@@ -123,6 +123,13 @@ std::vector<Case> Cases(const RingConfig& cfg) {
   cases.push_back({Coll::kAllGather, ringoUint8, ringoSum, big, true, 0});
   cases.push_back({Coll::kBroadcast, ringoFloat64, ringoSum, big, false, n - 1});
   cases.push_back({Coll::kReduce, ringoInt32, ringoProd, big, true, n / 2});
+  // Reduce-scatters and all-gathers of blocks of 64 KiB and more (the two-level ring takes them on
+  // the configs that have one), over more types and ops.
+  cases.push_back({Coll::kReduceScatter, ringoFloat16, ringoAvg, 40000, false, 0});
+  cases.push_back({Coll::kReduceScatter, ringoFloat64, ringoProd, 10000, true, 0});
+  cases.push_back({Coll::kReduceScatter, ringoInt32, ringoMin, 20000, true, 0});
+  cases.push_back({Coll::kAllGather, ringoBfloat16, ringoSum, 40000, false, 0});
+  cases.push_back({Coll::kAllGather, ringoInt64, ringoSum, 10000, true, 0});
   return cases;
 }
 
