@@ -469,6 +469,25 @@ static ringoResult_t run_two_level(const struct ringo_op* op) {
   return ringoSuccess;
 }
 
+/* Posts op's fingerprint without payload (a mark) on c, toward its peer. */
+static ringoResult_t post_mark(const struct ringo_op* op, struct ringo_conn* c) {
+  void* slot;
+  RINGO_CHECK(conn_send(op, c, &slot));
+  return conn_post(op->comm, c, 0);
+}
+
+/* Takes the mark c's peer posted; a mark of another collective is named as the mismatch. */
+static ringoResult_t take_mark(const struct ringo_op* op, struct ringo_conn* c, const char* ring) {
+  const void* theirs;
+  const ringoResult_t res = conn_recv(op, c, 0, &theirs);
+  if (res != ringoSuccess) {
+    char where[96];
+    snprintf(where, sizeof where, "the mark from rank %d to rank %d on the %s", c->peer, op->comm->rank, ring);
+    return failed_at(op, res, where);
+  }
+  return conn_release(op->comm, c, 0);
+}
+
 /* The two-level ring for a reduce-scatter or an all-gather of `count` elements per rank. The ring is
  * laid out host by host (comm->ring[h * L + i] is the rank at place i of host h), so rank
  * (h', i)'s block sits at sendbuff/recvbuff block ring[h' * L + i]. Each rank sends (N-1)·count, as
@@ -501,6 +520,7 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
                               rs_call ? scratch : op->sendbuff, op->recvbuff, net_slice, op->op, xs, nx,
                               rs_call ? slot_of : place, 0};
   if (!rs_call) RINGO_CHECK(walk_run(op, &across));
+  if (!rs_call) RINGO_CHECK(take_mark(op, &host->recv, "host ring")); /* posted by run_two_level_marked */
   for (int q = 0; q < hosts; q++) {
     hw.blocks = comm->ring + q * per; /* host q's ranks, by place */
     hw.part = q;
@@ -512,35 +532,17 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
   return ringoSuccess;
 }
 
-/* Posts op's fingerprint without payload (a mark) on c, toward its peer. */
-static ringoResult_t post_mark(const struct ringo_op* op, struct ringo_conn* c) {
-  void* slot;
-  RINGO_CHECK(conn_send(op, c, &slot));
-  return conn_post(op->comm, c, 0);
-}
-
-/* Takes the mark c's peer posted; a mark of another collective is named as the mismatch. */
-static ringoResult_t take_mark(const struct ringo_op* op, struct ringo_conn* c, const char* ring) {
-  const void* theirs;
-  const ringoResult_t res = conn_recv(op, c, 0, &theirs);
-  if (res != ringoSuccess) {
-    char where[96];
-    snprintf(where, sizeof where, "the mark from rank %d to rank %d on the %s", c->peer, op->comm->rank, ring);
-    return failed_at(op, res, where);
-  }
-  return conn_release(op->comm, c, 0);
-}
-
 /* A collective on the two-level ring leaves the ring's own links idle, and a rank that called
  * another collective (so took the ring) would wait on links its neighbours never use, until
  * RINGO_TIMEOUT. So it first posts its fingerprint, without payload, on the ring link to the next
  * rank, and takes the previous rank's once it is done. A neighbour on the ring takes the mark where
  * its first slice is due, names the mismatch (the fingerprints differ) and poisons every link it
  * has; this rank's two-level waits watch that link too (comm.c), since the rank before it may be
- * blocked on it. Two ranks of a host on two different two-level collectives could each wait on the
- * link the other does not use first (an all-gather starts across hosts, the others on the host
- * ring): so it also posts a mark on the host ring and takes its host neighbour's before it starts.
- * The marks cost a message each per collective (about 10 us at 16-64 KiB across hosts over TCP on
+ * blocked on it. An all-gather starts across hosts, the others on the host ring, so ranks of a host
+ * on an all-gather and on another two-level collective could each wait on the link the other does
+ * not use yet, in a cycle through the hosts: an all-gather also posts a mark on the host ring before
+ * it starts, which the host's next rank takes where its first slice is due (an all-gather takes it
+ * before its host walks, when it is long there). The marks cost a message each per collective (about 10 us at 16-64 KiB across hosts over TCP on
  * this project's VM, nothing to see from 1 MiB), so the gather path, all latency, goes without:
  * there a rank on another path is caught by RINGO_TIMEOUT, as is a two-level rank against a
  * gathering one, or one whose next rank on the ring never receives (a broadcast's root, a reduce's
@@ -548,8 +550,7 @@ static ringoResult_t take_mark(const struct ringo_op* op, struct ringo_conn* c, 
 static ringoResult_t run_two_level_marked(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   RINGO_CHECK(post_mark(op, &comm->send));
-  RINGO_CHECK(post_mark(op, &comm->host_ring.send));
-  RINGO_CHECK(take_mark(op, &comm->host_ring.recv, "host ring"));
+  if (op->coll == RINGO_COLL_ALLGATHER) RINGO_CHECK(post_mark(op, &comm->host_ring.send));
   RINGO_CHECK(op->coll == RINGO_COLL_ALLREDUCE ? run_two_level(op) : run_two_level_scatter_gather(op));
   RINGO_CHECK(take_mark(op, &comm->recv, "ring"));
   return finish_sends(&comm->send);
