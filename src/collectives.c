@@ -542,8 +542,9 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
  * on an all-gather and on another two-level collective could each wait on the link the other does
  * not use yet, in a cycle through the hosts: an all-gather also posts a mark on the host ring before
  * it starts, which the host's next rank takes where its first slice is due (an all-gather takes it
- * before its host walks, when it is long there). The marks cost a message each per collective (about 10 us at 16-64 KiB across hosts over TCP on
- * this project's VM, nothing to see from 1 MiB), so the gather path, all latency, goes without:
+ * before its host walks, when it is long there). The marks cost a message each per collective
+ * (about 10 us at 16-64 KiB across hosts over TCP on this project's VM, nothing to see from 1 MiB),
+ * so the gather path, all latency, goes without:
  * there a rank on another path is caught by RINGO_TIMEOUT, as is a two-level rank against a
  * gathering one, or one whose next rank on the ring never receives (a broadcast's root, a reduce's
  * first rank). */

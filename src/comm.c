@@ -86,7 +86,7 @@ static int spans_hosts(const ringoComm_t comm) {
   return 0;
 }
 
-/* A two-level all-reduce posts a mark on the ring link to the next rank (collectives.c, run_two_level_marked):
+/* A two-level collective posts a mark on the ring link to the next rank (collectives.c, run_two_level_marked):
  * a next rank that called another collective names the mismatch there and poisons its links, but
  * this rank waits on its two-level links, whose peers may be blocked on it and fail no one. So those
  * waits also watch the ring link to the next rank (only the collective's thread waits on them). */

@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -64,20 +65,22 @@ TEST(MpiTwoLevel, RankAmongRingRanksIsNamed) {
 // Ranks on different collectives that all take the two-level ring: an all-gather starts across
 // hosts, a reduce-scatter or all-reduce on the host ring, so two ranks of a host on different ones
 // could each wait on the link the other does not use first, in a cycle through both hosts. The
-// marks on the host ring name the mismatch at once. 2 hosts of 2 (ranks 0, 1 and 2, 3).
+// marks on the host ring name the mismatch at once. 2 hosts of 2 (ranks 0, 1 and 2, 3). Lower case:
+// the same collective with 32 KiB blocks, below the two-level ring's threshold (the one ring).
 TEST(MpiTwoLevel, TwoLevelCollectivesThatDifferAreNamed) {
   if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
-  for (const char* calls : {"GAAG", "GRRG", "RGGR", "AAGA", "AARR", "GGRR"}) {
+  for (const char* calls : {"GAAG", "GRRG", "RGGR", "AAGA", "AARR", "GGRR", "GgGG", "RRrR", "ggRR"}) {
     ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 4, [](int r) { return r; }, [&](MPI_Comm sub) {
       ringoComm_t comm = InitRing(sub, {"hosts2x2", 4, nullptr, {0, 0, 1, 1}, "4K"});
       if (!comm) return;
       const int r = CommRank(sub);
-      const size_t block = 262144;
+      const size_t block = std::islower(calls[r]) ? 8192 : 262144;
       std::vector<float> in(4 * block, 1.0f), out(4 * block, 0.0f);
       const auto t0 = std::chrono::steady_clock::now();
       ringoResult_t res;
-      if (calls[r] == 'G') res = ringoAllGather(in.data(), out.data(), block, ringoFloat32, comm, nullptr);
-      else if (calls[r] == 'R') res = ringoReduceScatter(in.data(), out.data(), block, ringoFloat32, ringoSum, comm, nullptr);
+      const char call = static_cast<char>(std::toupper(calls[r]));
+      if (call == 'G') res = ringoAllGather(in.data(), out.data(), block, ringoFloat32, comm, nullptr);
+      else if (call == 'R') res = ringoReduceScatter(in.data(), out.data(), block, ringoFloat32, ringoSum, comm, nullptr);
       else res = ringoAllReduce(in.data(), out.data(), block, ringoFloat32, ringoSum, comm, nullptr);
       const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::string msg = ringoGetLastError(comm);
