@@ -449,7 +449,6 @@ static ringoResult_t run_ring(const struct ringo_op* op) {
 static ringoResult_t run_two_level(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   struct ringo_ring_links *host = &comm->host_ring, *net = &comm->net_ring;
-  if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level all-reduce in phases", comm->rank);
   if (op->count == 0) return ringoSuccess; /* the marks were all there is */
   const size_t esize = ringo_type_size(op->type);
   struct ringo_step rs[RINGO_MAX_STEPS(host->n)], ag[RINGO_MAX_STEPS(host->n)], across[RINGO_MAX_STEPS(net->n)];
@@ -504,7 +503,6 @@ static ringoResult_t take_mark(const struct ringo_op* op, struct ringo_conn* c, 
 static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   struct ringo_ring_links *host = &comm->host_ring, *net = &comm->net_ring;
-  if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level collective in phases", comm->rank);
   const int per = host->n, hosts = net->n, rs_call = op->coll == RINGO_COLL_REDUCESCATTER;
   const size_t esize = ringo_type_size(op->type), block = op->count * esize;
   const size_t host_slice = slot_elems(host->slot_bytes, op->type), net_slice = slot_elems(net->slot_bytes, op->type);
@@ -544,12 +542,13 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
  * it starts, which the host's next rank takes where its first slice is due (an all-gather takes it
  * before its host walks, when it is long there). The marks cost a message each per collective
  * (about 10 us at 16-64 KiB across hosts over TCP on this project's VM, nothing to see from 1 MiB),
- * so the gather path, all latency, goes without:
- * there a rank on another path is caught by RINGO_TIMEOUT, as is a two-level rank against a
- * gathering one, or one whose next rank on the ring never receives (a broadcast's root, a reduce's
- * first rank). */
+ * so the gather path, all latency, goes without: there a rank on another path is caught by
+ * RINGO_TIMEOUT, as is a two-level rank against a gathering one, or one whose next rank on the ring
+ * never receives (a broadcast's root, a reduce's first rank). A staged collective on the two-level
+ * ring is one phase (ringo_coll_rounds gives it no rounds to split). */
 static ringoResult_t run_two_level_marked(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
+  if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level collective in phases", comm->rank);
   RINGO_CHECK(post_mark(op, &comm->send));
   if (op->coll == RINGO_COLL_ALLGATHER) RINGO_CHECK(post_mark(op, &comm->host_ring.send));
   RINGO_CHECK(op->coll == RINGO_COLL_ALLREDUCE ? run_two_level(op) : run_two_level_scatter_gather(op));

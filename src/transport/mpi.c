@@ -58,33 +58,38 @@ static atomic_int live_links, thread_multiple;
  * communicator in ringoGroupEnd, the DDP layer's) can each drive MPI links at once, so below it every
  * MPI call of this file goes through mpi_mu: one call at a time, never held across a wait. (The
  * application's own MPI calls must not overlap ringo's calls, as MPI asks of it anyway.) At
- * MPI_THREAD_MULTIPLE MPI serialises what it must itself. in_mpi/most_in_mpi: how many threads were
- * inside MPI through this file at once, at most, for the tests (ringo_mpi_most_concurrent_calls). */
+ * MPI_THREAD_MULTIPLE MPI serialises what it must itself. in_mpi/most_in_mpi: below it, how many
+ * threads were inside MPI through this file at once, at most, for the tests
+ * (ringo_mpi_most_concurrent_calls); counted apart from the lock, so a lock not taken shows, and not
+ * at all at MPI_THREAD_MULTIPLE, whose many threads would share their cache line in every poll. */
 static pthread_mutex_t mpi_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int in_mpi, most_in_mpi;
 
+/* Returns whether this call is serialised (below MPI_THREAD_MULTIPLE), for mpi_leave. */
 static int mpi_enter(void) {
-  const int lock = !atomic_load_explicit(&thread_multiple, memory_order_relaxed);
-  if (lock) pthread_mutex_lock(&mpi_mu);
+  const int serial = !atomic_load_explicit(&thread_multiple, memory_order_relaxed);
+  if (!serial) return 0;
+  pthread_mutex_lock(&mpi_mu);
   const int now = atomic_fetch_add_explicit(&in_mpi, 1, memory_order_relaxed) + 1;
   int most = atomic_load_explicit(&most_in_mpi, memory_order_relaxed);
   while (now > most && !atomic_compare_exchange_weak_explicit(&most_in_mpi, &most, now, memory_order_relaxed,
                                                               memory_order_relaxed)) {
   }
-  return lock;
+  return 1;
 }
 
-static void mpi_leave(int locked) {
+static void mpi_leave(int serial) {
+  if (!serial) return;
   atomic_fetch_sub_explicit(&in_mpi, 1, memory_order_relaxed);
-  if (locked) pthread_mutex_unlock(&mpi_mu);
+  pthread_mutex_unlock(&mpi_mu);
 }
 
 /* Runs one statement that calls MPI (an assignment of its result, or the call alone) under the rule above. */
 #define MPI_SERIAL(stmt)              \
   do {                                \
-    const int locked_ = mpi_enter();  \
+    const int serial_ = mpi_enter();  \
     stmt;                             \
-    mpi_leave(locked_);               \
+    mpi_leave(serial_);               \
   } while (0)
 
 int ringo_mpi_most_concurrent_calls(int reset) {

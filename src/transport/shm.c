@@ -480,7 +480,6 @@ static pid_t peer_gone(const struct ringo_link* l) {
   return pid > 0 && ringo_shm_pid_gone(pid) ? pid : 0;
 }
 
-/* Everything that ends a wait other than the peer: poison, abort, deadline, a dead peer. */
 /* The error the link was poisoned with (by either end: a rank that poisons its links waits on
  * none of them any more), or ringoSuccess. */
 static ringoResult_t poison_error(const struct ringo_link* l) {
@@ -493,6 +492,8 @@ static ringoResult_t poison_error(const struct ringo_link* l) {
   return ringo_fail(code, "%s", msg);
 }
 
+/* Everything that ends a wait other than the peer: poison, the caller's interrupt, abort, deadline,
+ * a dead peer. */
 static ringoResult_t check_wait(const struct ringo_link* l, double now, double start, double* next_alive) {
   RINGO_CHECK(poison_error(l));
   if (l->interrupt) RINGO_CHECK(l->interrupt(l->interrupt_ctx));
