@@ -78,14 +78,17 @@ $(BUILD)/obj/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/include/*.h) include/
 	@mkdir -p $(dir $@)
 	$(NVCC) -D_GNU_SOURCE -DRINGO_BUILDING_LIBRARY -Iinclude -Isrc/include $(NVCCFLAGS) -c $< -o $@
 
-# Every object depends on the CUDA configuration, so switching CUDA on or off (or the arch) in one
-# build folder rebuilds them, and with them the libraries, tests and tools. The stamp is rewritten
-# only when the configuration changed.
+# Every object depends on the build's configuration (CUDA, MPI, Gloo: found or not, and their flags),
+# so switching CUDA on or off (or the arch), or a first `make` before `make deps` installed MPI, then
+# any make in the same build folder, rebuilds them, and with them the libraries, tests and tools
+# (a library built without MPI would leave ringo-bench unlinkable). The stamp is rewritten only
+# when the configuration changed.
 CUDA_CONFIG := $(if $(NVCC),$(NVCC) $(CUDA_GENCODE) $(CUDA_LDLIBS),none)
-$(BUILD)/cuda.config: cuda-config-check
+BUILD_CONFIG = cuda: $(CUDA_CONFIG); mpi: $(MPI_CFLAGS) $(MPI_LIBS); gloo: $(or $(GLOO_FOUND),no)
+$(BUILD)/build.config: build-config-check
 	@mkdir -p $(dir $@)
-	@echo '$(CUDA_CONFIG)' | cmp -s - $@ || echo '$(CUDA_CONFIG)' > $@
-$(LIB_OBJ): $(BUILD)/cuda.config
+	@echo '$(BUILD_CONFIG)' | cmp -s - $@ || echo '$(BUILD_CONFIG)' > $@
+$(LIB_OBJ): $(BUILD)/build.config
 
 detect: cuda-detect
 cuda-detect:
@@ -98,7 +101,7 @@ BENCH_BIN := $(filter-out $(BUILD)/bin/ringo-gpu-bench,$(BENCH_BIN))
 ifneq ($(NVCC),)
 tools: $(BUILD)/bin/ringo-gpu-bench
 $(BUILD)/bin/ringo-gpu-bench: bench/ringo-gpu-bench.c bench/gpu_bench.h bench/gpu_bench_data.h bench/bench_args.h $(BUILD)/lib/libringo.a include/ringo.h \
-                             $(BUILD)/cuda.config
+                             $(BUILD)/build.config
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -DRINGO_HAVE_CUDA -I$(CUDA_ROOT)/include \
 	  -Iinclude $< -o $@ $(BUILD)/lib/libringo.a $(LDLIBS)
@@ -111,7 +114,7 @@ endif
 gpu-check:
 	@.ci/gpu_check.sh "$(or $(LOG),gpu-check-log)"
 
-.PHONY: cuda-detect cuda-config-check gpu-check
+.PHONY: cuda-detect build-config-check gpu-check
 # ---- CUDA (end) ----
 
 .PHONY: all lib tests tools test bench install detect clean deps plot
@@ -148,7 +151,7 @@ $(BUILD)/bin/ringo-bench: TOOL_CPPFLAGS := -DRINGO_HAVE_GLOO
 $(BUILD)/bin/ringo-bench: TOOL_OBJ := $(BUILD)/obj/bench/bench_gloo.o
 $(BUILD)/bin/ringo-bench: TOOL_LIBS := -lgloo -lstdc++
 $(BUILD)/bin/ringo-bench: $(BUILD)/obj/bench/bench_gloo.o
-$(BUILD)/obj/bench/bench_gloo.o: bench/bench_gloo.cc bench/bench_gloo.h include/ringo.h
+$(BUILD)/obj/bench/bench_gloo.o: bench/bench_gloo.cc bench/bench_gloo.h include/ringo.h $(BUILD)/build.config
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -Iinclude -c $< -o $@
 endif
@@ -228,7 +231,7 @@ NCCL_TEST_DEFS = -DRINGO_NCCL_LIB='"$(abspath $(NCCL_LIB))"' -DRINGO_NCCL_PROGRA
 nccl: $(NCCL_LIB) $(NCCL_DIR)/libnccl.so
 install: nccl
 
-$(BUILD)/obj/nccl/nccl_shim.o: nccl/nccl_shim.c nccl/nccl.h include/ringo.h $(BUILD)/cuda.config
+$(BUILD)/obj/nccl/nccl_shim.o: nccl/nccl_shim.c nccl/nccl.h include/ringo.h $(BUILD)/build.config
 	@mkdir -p $(dir $@)
 	$(CC) -Inccl $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -257,7 +260,7 @@ $(NCCL_PROGRAM): test/nccl/nccl_program.c nccl/nccl.h $(NCCL_LIB) $(NCCL_DIR)/li
 NCCL_DEVICE_PROGRAM := $(BUILD)/test/nccl_device_program
 ifneq ($(NVCC),)
 tests: $(NCCL_DEVICE_PROGRAM)
-$(NCCL_DEVICE_PROGRAM): test/nccl/nccl_device_program.c nccl/nccl.h $(NCCL_LIB) $(NCCL_DIR)/libnccl.so $(BUILD)/cuda.config
+$(NCCL_DEVICE_PROGRAM): test/nccl/nccl_device_program.c nccl/nccl.h $(NCCL_LIB) $(NCCL_DIR)/libnccl.so $(BUILD)/build.config
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Inccl -I$(CUDA_ROOT)/include $< -o $@ \
 	  -L$(NCCL_DIR) -Wl,--disable-new-dtags,-rpath,$(abspath $(NCCL_DIR)) -lnccl \
