@@ -240,6 +240,11 @@ static const char* tl_phase(const struct tl_event* e) {
 }
 static int tl_is_rs(const struct tl_event* e) { return strncmp(tl_phase(e), "reduce-scatter", 14) == 0; }
 static int tl_is_ag(const struct tl_event* e) { return strncmp(tl_phase(e), "all-gather", 10) == 0; }
+/* The colour and label of a box: the halves of an all-reduce as above, and the one ring's own
+ * reduce-scatter and all-gather ("reduce_scatter step s", named after the collective), which are
+ * one half each (their step numbers need no offset, so tl_steps keeps to the two above). */
+static int tl_rs_box(const struct tl_event* e) { return tl_is_rs(e) || strncmp(e->name, "reduce_scatter ", 15) == 0; }
+static int tl_ag_box(const struct tl_event* e) { return tl_is_ag(e) || strncmp(e->name, "all_gather ", 11) == 0; }
 
 static int tl_walk_of(const char* name) {
   if (strncmp(name, "across hosts ", 13) == 0) return TL_ACROSS;
@@ -251,7 +256,7 @@ static int tl_walk_of(const char* name) {
 /* Box colours: the host ring's halves (and the one ring's) blue and orange, across hosts green. */
 static const char* tl_fill(const struct tl_event* e) {
   if (e->walk == TL_ACROSS) return tl_is_rs(e) ? "#59a14f" : "#8cd17d";
-  return tl_is_rs(e) ? "#4e79a7" : tl_is_ag(e) ? "#f28e2b" : "#9c9c9c";
+  return tl_rs_box(e) ? "#4e79a7" : tl_ag_box(e) ? "#f28e2b" : "#9c9c9c";
 }
 
 static double tl_x(const struct tl_view* v, double t) { return v->left + (t - v->t0) / (v->t1 - v->t0) * v->width; }
@@ -268,7 +273,7 @@ static int tl_cmp(const void* a, const void* b) {
 static void tl_label(const struct tl_view* v, const struct tl_event* e, char* buf, size_t cap) {
   const char* digits = strrchr(e->name, ' ');
   const int n = snprintf(buf, cap, "%s%s%s c%ld", e->walk == TL_ACROSS ? "x" : e->walk != TL_RING ? "h" : "",
-                         tl_is_rs(e) ? "rs" : tl_is_ag(e) ? "ag" : "s", digits ? digits + 1 : "", e->chunk);
+                         tl_rs_box(e) ? "rs" : tl_ag_box(e) ? "ag" : "s", digits ? digits + 1 : "", e->chunk);
   if (v->sliced && n > 0 && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, ".%ld", e->slice);
 }
 

@@ -401,6 +401,56 @@ TEST(TraceTimeline, DrawsEveryStepAndHandOffOfARealRun) {
   unlink(svg.c_str());
 }
 
+// One hand-written step event of a trace file, as the library writes them (src/trace.c).
+std::string StepEvent(int pid, const std::string& name, const std::string& cat, double ts, long seq,
+                      const std::string& prim, int step, int from, int to, int part) {
+  char buf[512];
+  snprintf(buf, sizeof buf,
+           "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":10.000,"
+           "\"args\":{\"seq\":%ld,\"prim\":\"%s\",\"step\":%d,\"chunk\":1,\"slice\":0,\"bytes\":64,"
+           "\"from\":%d,\"to\":%d,\"part\":%d}}",
+           name.c_str(), cat.c_str(), pid, ts, seq, prim.c_str(), step, from, to, part);
+  return buf;
+}
+
+// A two-level reduce-scatter walks the host ring once per host (args.part): the same steps, chunks
+// and slices twice. Each slice goes to the receiving box of its own walk — here the second walk's
+// receive starts long after the first walk's, so an arrow to the wrong walk would end where its
+// sender's box ends (vertical). And the one ring's reduce-scatter and all-gather, named after the
+// collective, get the halves' colours and labels (they were grey "s0 c1" boxes).
+TEST(TraceTimeline, HandsEachHostWalkToItsOwnReceiverAndColoursTheOneRingsHalves) {
+  const std::string path = FreshPath(300), svg = path + ".svg";
+  const std::string rs = "host reduce-scatter step ";
+  std::ofstream(path) << "[\n"
+                      << StepEvent(0, rs + "0", "reduce_scatter", 0, 0, "send", 0, -1, 1, 0) << ",\n"
+                      << StepEvent(0, rs + "0", "reduce_scatter", 100, 0, "send", 0, -1, 1, 1) << ",\n"
+                      << StepEvent(1, rs + "1", "reduce_scatter", 20, 0, "recv-reduce-copy", 1, 0, -1, 0) << ",\n"
+                      << StepEvent(1, rs + "1", "reduce_scatter", 200, 0, "recv-reduce-copy", 1, 0, -1, 1) << ",\n"
+                      << StepEvent(0, "reduce_scatter step 0", "reduce_scatter", 300, 1, "send", 0, -1, 1, 0) << ",\n"
+                      << StepEvent(1, "reduce_scatter step 1", "reduce_scatter", 320, 1, "recv-reduce-copy", 1, 0, -1, 0)
+                      << ",\n"
+                      << StepEvent(0, "all_gather step 0", "all_gather", 400, 2, "copy-send", 0, -1, 1, 0) << ",\n"
+                      << StepEvent(1, "all_gather step 1", "all_gather", 420, 2, "recv", 1, 0, -1, 0) << "\n]\n";
+
+  const ringo_test::ToolRun walks = ringo_test::RunTool("ringo-trace", "--timeline " + path + " --seq 0 --svg " + svg);
+  ASSERT_EQ(walks.status, 0) << walks.out;
+  const std::vector<ringo_test::Arrow> arrows = ringo_test::TimelineArrows(ringo_test::ReadFile(svg));
+  ASSERT_EQ(arrows.size(), 2u) << walks.out;
+  for (const ringo_test::Arrow& a : arrows) EXPECT_GT(a.x2, a.x1 + 5) << "an arrow to the other walk's receive";
+
+  const ringo_test::ToolRun halves = ringo_test::RunTool("ringo-trace", "--timeline " + path + " --seq 1-2 --svg " + svg);
+  ASSERT_EQ(halves.status, 0) << halves.out;
+  EXPECT_NE(halves.out.find("rs0 c1, ag0 c1"), std::string::npos) << halves.out;
+  EXPECT_NE(halves.out.find("rs1 c1, ag1 c1"), std::string::npos) << halves.out;
+  const std::string drawn = ringo_test::ReadFile(svg);
+  EXPECT_EQ(ringo_test::CountOf(drawn, "fill=\"#4e79a7\" stroke=\"#ffffff\" stroke-width=\"0.6\""), 2u) << drawn;
+  EXPECT_EQ(ringo_test::CountOf(drawn, "fill=\"#f28e2b\" stroke=\"#ffffff\" stroke-width=\"0.6\""), 2u) << drawn;
+  EXPECT_EQ(ringo_test::CountOf(drawn, "#9c9c9c"), 0u);
+  EXPECT_EQ(ringo_test::TimelineHandoffs(drawn), 2u);
+  unlink(path.c_str());
+  unlink(svg.c_str());
+}
+
 // What is not a trace file is refused with the reason, never drawn.
 TEST(TraceTimeline, RefusesWhatIsNotATrace) {
   const std::string path = FreshPath(200);

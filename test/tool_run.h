@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace ringo_test {
 
@@ -71,19 +72,26 @@ inline std::string WithoutNumberArg(const std::string& json, const std::string& 
   return out + json.substr(from);
 }
 
-// The arrows of a timeline drawing that go from one rank's track to another's: one per slice handed
-// on (the legend's arrow is level, so it is not counted).
-inline size_t TimelineHandoffs(const std::string& svg) {
-  size_t handoffs = 0;
+// The arrows of a timeline drawing that go from one rank's track to another's, one per slice handed
+// on, in drawing order (the legend's arrow is level, so it is not among them): from where the
+// sender's box ends (x1, y1) to where the receiver's box takes the slice (x2, y2).
+struct Arrow {
+  double x1, y1, x2, y2;
+};
+inline std::vector<Arrow> TimelineArrows(const std::string& svg) {
+  std::vector<Arrow> arrows;
   for (size_t at = svg.find("<line "); at != std::string::npos; at = svg.find("<line ", at + 1)) {
     const std::string line = svg.substr(at, svg.find("/>", at) - at);
-    double x1, y1, x2, y2;
+    Arrow a;
     if (line.find("marker-end") != std::string::npos &&
-        sscanf(line.c_str(), "<line x1=\"%lf\" y1=\"%lf\" x2=\"%lf\" y2=\"%lf\"", &x1, &y1, &x2, &y2) == 4)
-      handoffs += y1 != y2;
+        sscanf(line.c_str(), "<line x1=\"%lf\" y1=\"%lf\" x2=\"%lf\" y2=\"%lf\"", &a.x1, &a.y1, &a.x2, &a.y2) == 4 &&
+        a.y1 != a.y2)
+      arrows.push_back(a);
   }
-  return handoffs;
+  return arrows;
 }
+
+inline size_t TimelineHandoffs(const std::string& svg) { return TimelineArrows(svg).size(); }
 
 }  // namespace ringo_test
 
