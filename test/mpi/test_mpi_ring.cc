@@ -600,6 +600,81 @@ TEST(MpiRing, MismatchReachesEveryRankThroughPoisonedLinks) {
   });
 }
 
+// Over MPI links a slice whose bytes already sit in the buffers, unchanged until the collective's
+// sends are flushed, leaves straight from there (its header alone first: collectives.c,
+// direct_source): an out-of-place input, and every final value a step writes to the output. Slots
+// of 128 KiB, so each chunk is two full slices of 64 KiB or more. Per rank of N, of chunk (all-reduce)
+// or block C: all-reduce out of place N·C of its 2(N-1)·C (all but the N-2 partial sums), in place
+// (N-1)·C (its input is overwritten: step 0 goes through a slot); all-gather all (N-1)·C; reduce-
+// scatter out of place C (step 0), in place 0; slices under 64 KiB and RINGO_MPI_DIRECT=0: none.
+// The results are exact and the input of an out-of-place call unchanged.
+TEST(MpiRing, SlicesLeaveStraightFromTheBuffers) {
+  if (CommSize(MPI_COMM_WORLD) < 4) GTEST_SKIP() << "needs 4 ranks";
+  constexpr int n = 4;
+  constexpr size_t kSlice = (128 << 10) - 64;  // a slot's payload, after the 64-byte header
+  constexpr size_t kChunk = 2 * kSlice / sizeof(float);
+  for (const bool direct : {true, false})
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, n, [](int r) { return r; }, [&](MPI_Comm sub) {
+    setenv("RINGO_SLICE_BYTES", "128K", 1);
+    if (!direct) setenv("RINGO_MPI_DIRECT", "0", 1);
+    ringoComm_t comm = InitRing(sub, {"mpi4", n, "mpi", {}});
+    unsetenv("RINGO_SLICE_BYTES");
+    unsetenv("RINGO_MPI_DIRECT");
+    if (!comm) return;
+    const int r = CommRank(sub);
+    const double c = kChunk * sizeof(float);
+    enum Kind { kAllReduce, kAllGather, kReduceScatter };
+    struct Call {
+      Kind kind;
+      bool in_place;
+      size_t per_rank;  // elements of a chunk or block
+      double want;      // direct bytes this rank sends, with RINGO_MPI_DIRECT=1
+    };
+    const Call calls[] = {{kAllReduce, false, kChunk, n * c},     {kAllReduce, true, kChunk, (n - 1) * c},
+                          {kAllGather, false, kChunk, (n - 1) * c}, {kAllGather, true, kChunk, (n - 1) * c},
+                          {kReduceScatter, false, kChunk, c},       {kReduceScatter, true, kChunk, 0},
+                          {kAllReduce, false, 1000, 0}};
+    auto value = [](size_t i, int q) { return float((i * 7 + static_cast<size_t>(q)) % 13); };
+    for (const Call& call : calls) {
+      const size_t per = call.per_rank, total = per * n, mine = static_cast<size_t>(r) * per;
+      std::vector<float> in(total), out(total, -1.0f);
+      for (size_t i = 0; i < total; i++) in[i] = value(i, r);
+      const std::vector<float> in_copy = in;
+      // In place as NCCL has it: an all-gather's input is its block of the output, a reduce-scatter's
+      // output its block of the input.
+      const float* send = call.in_place && call.kind == kAllGather ? in.data() + mine : in.data();
+      float* recv = !call.in_place ? out.data() : call.kind == kReduceScatter ? in.data() + mine : in.data();
+      const uint64_t before = ringo_comm_direct_bytes(comm);
+      const ringoResult_t res =
+          call.kind == kAllReduce ? ringoAllReduce(send, recv, total, ringoFloat32, ringoSum, comm, nullptr)
+          : call.kind == kAllGather ? ringoAllGather(send, recv, per, ringoFloat32, comm, nullptr)
+                                    : ringoReduceScatter(send, recv, per, ringoFloat32, ringoSum, comm, nullptr);
+      ASSERT_EQ(res, ringoSuccess) << ringoGetLastError(comm);
+      const double got = static_cast<double>(ringo_comm_direct_bytes(comm) - before);
+      const std::string what = "kind " + std::to_string(call.kind) + (call.in_place ? " in place" : "") + ", count " +
+                               std::to_string(per) + ", rank " + std::to_string(r);
+      EXPECT_EQ(got, direct ? call.want : 0.0) << what;
+      size_t wrong = 0;
+      const size_t len = call.kind == kReduceScatter ? per : total;
+      for (size_t k = 0; k < len; k++) {
+        float want = 0;
+        if (call.kind == kAllGather) {  // block q is rank q's input
+          const int q = static_cast<int>(k / per);
+          want = value((call.in_place ? static_cast<size_t>(q) * per : 0) + k % per, q);
+        } else {
+          for (int q = 0; q < n; q++) want += value((call.kind == kReduceScatter ? mine : 0) + k, q);
+        }
+        wrong += recv[k] != want;
+      }
+      EXPECT_EQ(wrong, 0u) << what;
+      if (!call.in_place) {
+        EXPECT_EQ(in, in_copy) << "an out-of-place input changed, " << what;
+      }
+    }
+    EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  });
+}
+
 // RINGO_ALGO=naive over MPI links: rank 0's star links to its ring neighbours run beside the ring
 // links of the same pairs, on their own MPI tag, so no message lands on the wrong link.
 TEST(MpiRing, NaiveStarBesideTheRingOverMpi) {
