@@ -28,8 +28,6 @@ struct walk {
   int nsteps;
   const int* blocks;              /* reduce-scatter, all-gather: the block of ring position q (schedule.h) */
   int part;                       /* which of a two-level collective's host walks (the host it serves), for the trace */
-  int in_fixed;                   /* nothing writes `in` until the walk's sends are flushed: a slice may leave
-                                     straight from it (send_direct) */
 };
 
 /* Where chunk c of a walk lives (schedule.h). */
@@ -45,19 +43,6 @@ static struct chunk_geom chunk_at(const struct walk* w, int c) {
  * called another collective, count, type, op or root — or skipped one — is caught at its first
  * slice instead of hanging or computing garbage. The payload starts 64 bytes in, still aligned. */
 #define SLICE_HEADER RINGO_FINGERPRINT_BYTES
-
-/* A slice's header: the fingerprint, then `follows`: 0 when the payload is right behind the header,
- * else the payload's bytes, which come as the link's next message, sent straight from the sender's
- * buffers (send_direct: see direct_source). */
-struct slice_header {
-  struct ringo_fingerprint fp;
-  uint64_t follows;
-};
-_Static_assert(sizeof(struct slice_header) <= SLICE_HEADER, "slice header too large");
-
-/* A slice sent straight from the buffers saves the sender a pass over its bytes (into the slot)
- * and costs a second message (the header alone). Below this the message costs more. */
-#define DIRECT_MIN_BYTES (64 * 1024)
 
 static const char* const coll_names[] = {"ringoAllReduce", "ringoReduceScatter", "ringoAllGather",
                                          "ringoBroadcast", "ringoReduce"};
@@ -101,23 +86,9 @@ static ringoResult_t conn_recv(const struct ringo_op* op, struct ringo_conn* c, 
   const void* slot = NULL;
   size_t got = 0;
   RINGO_CHECK(c->tp->recv_acquire(c->link, &slot, &got));
-  struct slice_header theirs;
-  memset(&theirs, 0, sizeof theirs);
-  const struct ringo_fingerprint mine = ringo_fingerprint_of(op);
+  struct ringo_fingerprint theirs = {0}, mine = ringo_fingerprint_of(op);
   if (got >= SLICE_HEADER) memcpy(&theirs, slot, sizeof theirs);
-  if (got < SLICE_HEADER || memcmp(&theirs.fp, &mine, sizeof mine) != 0) return ringo_coll_mismatch(op, &theirs.fp, c->peer);
-  if (got == SLICE_HEADER && theirs.follows != 0) { /* the payload is the next message */
-    if (theirs.follows != bytes)
-      return ringo_fail(ringoInternalError, "rank %d was told %llu bytes would follow from rank %d where %zu were due",
-                        op->comm->rank, (unsigned long long)theirs.follows, c->peer, bytes);
-    RINGO_CHECK(c->tp->recv_release(c->link));
-    RINGO_CHECK(c->tp->recv_acquire(c->link, &slot, &got));
-    if (got != bytes)
-      return ringo_fail(ringoInternalError, "rank %d received a %zu-byte payload from rank %d where %zu were due",
-                        op->comm->rank, got, c->peer, bytes);
-    *payload = slot;
-    return ringoSuccess;
-  }
+  if (got < SLICE_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_coll_mismatch(op, &theirs, c->peer);
   if (got != bytes + SLICE_HEADER)
     return ringo_fail(ringoInternalError, "rank %d received a %zu-byte slice from rank %d where %zu were due",
                       op->comm->rank, got - SLICE_HEADER, c->peer, bytes);
@@ -131,60 +102,19 @@ static ringoResult_t conn_release(const ringoComm_t comm, struct ringo_conn* c, 
   return ringoSuccess;
 }
 
-/* Acquires a slot and writes its header (follows: see struct slice_header); the payload goes at
- * *payload. */
-static ringoResult_t conn_slot(const struct ringo_op* op, struct ringo_conn* c, uint64_t follows, void** payload) {
+static ringoResult_t conn_send(const struct ringo_op* op, struct ringo_conn* c, void** payload) {
   void* slot = NULL;
   RINGO_CHECK(c->tp->send_acquire(c->link, &slot));
-  struct slice_header h;
-  memset(&h, 0, sizeof h);
-  h.fp = ringo_fingerprint_of(op);
-  h.follows = follows;
-  memcpy(slot, &h, sizeof h);
+  const struct ringo_fingerprint fp = ringo_fingerprint_of(op);
+  memcpy(slot, &fp, sizeof fp);
   *payload = (char*)slot + SLICE_HEADER;
   return ringoSuccess;
-}
-
-static ringoResult_t conn_send(const struct ringo_op* op, struct ringo_conn* c, void** payload) {
-  return conn_slot(op, c, 0, payload);
 }
 
 static ringoResult_t conn_post(const ringoComm_t comm, struct ringo_conn* c, size_t bytes) {
   RINGO_CHECK(c->tp->send_post(c->link, bytes + SLICE_HEADER));
   atomic_fetch_add_explicit(&comm->bytes_sent, bytes, memory_order_relaxed);
   return ringoSuccess;
-}
-
-/* A slice whose payload leaves straight from src: its header alone, then the payload as the link's
- * next message (transport.h, send_direct). */
-static ringoResult_t conn_send_direct(const struct ringo_op* op, struct ringo_conn* c, const void* src, size_t bytes) {
-  void* unused;
-  RINGO_CHECK(conn_slot(op, c, bytes, &unused));
-  RINGO_CHECK(c->tp->send_post(c->link, SLICE_HEADER));
-  RINGO_CHECK(c->tp->send_direct(c->link, src, bytes));
-  atomic_fetch_add_explicit(&op->comm->bytes_sent, bytes, memory_order_relaxed);
-  atomic_fetch_add_explicit(&op->comm->bytes_sent_direct, bytes, memory_order_relaxed);
-  return ringoSuccess;
-}
-
-uint64_t ringo_comm_direct_bytes(const ringoComm_t comm) {
-  return atomic_load_explicit(&comm->bytes_sent_direct, memory_order_relaxed);
-}
-
-/* Where a step's outgoing slice already sits in the buffers, unchanged until the walk's sends are
- * flushed, on a link that can send from there: the final value a step writes to `out` (no step of
- * the collective writes that slice again), or an input nothing writes (in_fixed). NULL: through a
- * slot. */
-static const void* direct_source(const struct ringo_op* op, const struct walk* w, enum ringo_prim prim,
-                                 const char* in, const char* out, size_t bytes) {
-  if (!w->send->tp->send_direct || bytes < DIRECT_MIN_BYTES || !op->comm->env.mpi_direct) return NULL;
-  switch (prim) {
-    case RINGO_PRIM_SEND: return w->in_fixed ? in : NULL;
-    case RINGO_PRIM_COPY_SEND: return out ? out : w->in_fixed ? in : NULL;
-    case RINGO_PRIM_RECV_COPY_SEND:
-    case RINGO_PRIM_RECV_REDUCE_COPY_SEND: return out;
-    default: return NULL; /* a partial result exists only in the slot */
-  }
 }
 
 /* Elements of one slice: what a slot of slot_bytes holds after its header. */
@@ -206,10 +136,9 @@ static ringoResult_t run_prim(const struct ringo_op* op, const struct walk* w, e
   const int receives = ringo_prim_receives(prim), sends = ringo_prim_sends(prim);
   const ringoRedOp_t partial = partial_op(op->op);
   const void* rslot = NULL;
-  void* sslot = NULL; /* stays NULL for a slice sent straight from the buffers */
-  const void* direct = sends ? direct_source(op, w, prim, in, out, bytes) : NULL;
+  void* sslot = NULL;
   if (receives) RINGO_CHECK(conn_recv(op, w->recv, bytes, &rslot));
-  if (sends && !direct) RINGO_CHECK(conn_send(op, w->send, &sslot));
+  if (sends) RINGO_CHECK(conn_send(op, w->send, &sslot));
   switch (prim) {
     case RINGO_PRIM_SEND: ringo_copy2(sslot, NULL, in, bytes); break;
     case RINGO_PRIM_COPY_SEND: ringo_copy2(sslot, out, in, bytes); break;
@@ -225,7 +154,7 @@ static ringoResult_t run_prim(const struct ringo_op* op, const struct walk* w, e
       RINGO_CHECK(ringo_reduce(out, NULL, rslot, in, n, op->type, w->last_op, comm->nranks));
       break;
   }
-  if (sends) RINGO_CHECK(direct ? conn_send_direct(op, w->send, direct, bytes) : conn_post(comm, w->send, bytes));
+  if (sends) RINGO_CHECK(conn_post(comm, w->send, bytes));
   if (receives) RINGO_CHECK(conn_release(comm, w->recv, bytes));
   return ringoSuccess;
 }
@@ -421,22 +350,11 @@ static size_t walk_rounds(const struct walk* w) {
   return ringo_num_rounds(max_len, w->slice);
 }
 
-/* Whether the call's input and output do not overlap, so that nothing writes the input while it runs. */
-static int input_apart(const struct ringo_op* op) {
-  const size_t esize = ringo_type_size(op->type), n = (size_t)op->comm->nranks;
-  const size_t in_bytes = op->count * esize * (op->coll == RINGO_COLL_REDUCESCATTER ? n : 1);
-  const size_t out_bytes = op->count * esize * (op->coll == RINGO_COLL_ALLGATHER ? n : 1);
-  const uintptr_t in = (uintptr_t)op->sendbuff, out = (uintptr_t)op->recvbuff;
-  if (!op->sendbuff) return 0;
-  return !op->recvbuff || in + in_bytes <= out || out + out_bytes <= in;
-}
-
 /* The flat ring: the call's schedule around the communicator's ring, over the whole buffers. */
 static struct walk flat_walk(const struct ringo_op* op, const struct ringo_step* steps, int nsteps) {
   const ringoComm_t comm = op->comm;
   return (struct walk){RINGO_WALK_FLAT, &comm->send, &comm->recv, comm->nranks, comm->pos, op->coll, op->count,
-                       op->sendbuff, op->recvbuff, slice_elems(comm, op->type), op->op, steps, nsteps, comm->ring, 0,
-                       input_apart(op)};
+                       op->sendbuff, op->recvbuff, slice_elems(comm, op->type), op->op, steps, nsteps, comm->ring, 0};
 }
 
 /* A reduce-scatter's or all-gather's block per rank from which the two-level ring beats the one ring.
@@ -541,11 +459,11 @@ static ringoResult_t run_two_level(const struct ringo_op* op) {
   const struct walk walks[3] = {
       {RINGO_WALK_HOST_RS, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->sendbuff,
        op->recvbuff, host_slice, partial_op(op->op), rs, ringo_schedule_half(RINGO_HALF_REDUCE_SCATTER, host->n, host->pos, rs),
-       NULL, 0, input_apart(op)},
+       NULL, 0},
       {RINGO_WALK_ACROSS, &net->send, &net->recv, net->n, net->pos, RINGO_COLL_ALLREDUCE, len, mine, mine, net_slice, op->op,
-       across, ringo_schedule(RINGO_COLL_ALLREDUCE, net->n, net->pos, 0, across), NULL, 0, 0},
+       across, ringo_schedule(RINGO_COLL_ALLREDUCE, net->n, net->pos, 0, across), NULL, 0},
       {RINGO_WALK_HOST_AG, &host->send, &host->recv, host->n, host->pos, RINGO_COLL_ALLREDUCE, op->count, op->recvbuff,
-       op->recvbuff, host_slice, op->op, ag, ringo_schedule_half(RINGO_HALF_ALL_GATHER, host->n, host->pos, ag), NULL, 0, 0}};
+       op->recvbuff, host_slice, op->op, ag, ringo_schedule_half(RINGO_HALF_ALL_GATHER, host->n, host->pos, ag), NULL, 0}};
   for (int k = 0; k < 3; k++) RINGO_CHECK(walk_run(op, &walks[k]));
   return ringoSuccess;
 }
@@ -595,11 +513,10 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
   char* scratch = NULL;
   if (rs_call) RINGO_CHECK(ringo_comm_scratch(comm, (size_t)hosts * block, (void**)&scratch));
   struct walk hw = {rs_call ? RINGO_WALK_HOST_RS : RINGO_WALK_HOST_AG, &host->send, &host->recv, per, host->pos, op->coll,
-                    op->count, NULL, NULL, host_slice, rs_call ? partial_op(op->op) : op->op, hs, nh, NULL, 0,
-                    rs_call && input_apart(op)};
+                    op->count, NULL, NULL, host_slice, rs_call ? partial_op(op->op) : op->op, hs, nh, NULL, 0};
   const struct walk across = {RINGO_WALK_ACROSS, &net->send, &net->recv, hosts, net->pos, op->coll, op->count,
                               rs_call ? scratch : op->sendbuff, op->recvbuff, net_slice, op->op, xs, nx,
-                              rs_call ? slot_of : place, 0, rs_call || input_apart(op)};
+                              rs_call ? slot_of : place, 0};
   if (!rs_call) RINGO_CHECK(walk_run(op, &across));
   if (!rs_call) RINGO_CHECK(take_mark(op, &host->recv, "host ring")); /* posted by run_two_level_marked */
   for (int q = 0; q < hosts; q++) {

@@ -47,9 +47,6 @@ void ringo_env_read(struct ringo_env* env) {
   /* Slots hold whole elements of any type: keep them a multiple of 64 bytes. */
   env->slice_bytes = env_bytes("RINGO_SLICE_BYTES", 0, 256, 64 << 20) & ~(size_t)63;
   env->nslots = (int)env_double("RINGO_NSLOTS", 4, 4, 64);
-  /* An MPI link's slice that sits in the buffers leaves from there (collectives.c): over TCP, where
-   * the kernel copies every byte as well, the copy into a slot was a tenth of a rank's CPU time. */
-  env->mpi_direct = (int)env_double("RINGO_MPI_DIRECT", 1, 0, 1);
   /* Spinning on a shared counter does not pay on the machines we measure (2-core VMs: a 4 KiB
    * all-reduce on 2 ranks takes 100 us with 2000 polls and 3 us yielding at once — pause loops
    * in a guest hand the core to the hypervisor), so waiters yield at once unless told to poll. */
@@ -86,10 +83,10 @@ void ringo_env_read(struct ringo_env* env) {
   char slice_text[48] = "unset (128K on one host, 512K across hosts)";
   if (env->slice_bytes) snprintf(slice_text, sizeof slice_text, "%zu", env->slice_bytes);
   RINGO_INFO(RINGO_LOG_ENV,
-             "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%s RINGO_NSLOTS=%d RINGO_MPI_DIRECT=%d RINGO_SPIN=%d RINGO_YIELD_US=%g RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
+             "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%s RINGO_NSLOTS=%d RINGO_SPIN=%d RINGO_YIELD_US=%g RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
              "RINGO_CUDA_SLICE_BYTES=%zu RINGO_CUDA_MIN_SLICE_BYTES=%zu RINGO_CUDA_WINDOW=%d RINGO_CUDA_FENCE=%d RINGO_CUDA_GPU_SCOPE=%d RINGO_STAGED_PHASES=%d RINGO_STAGED_PIECE_BYTES=%zu "
              "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s RINGO_ONESHOT_BYTES=%s",
-             env->timeout_s, slice_text, env->nslots, env->mpi_direct, env->spin, env->yield_us, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
+             env->timeout_s, slice_text, env->nslots, env->spin, env->yield_us, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
              env->cuda_min_slice_bytes, env->cuda_window, env->cuda_fence, env->cuda_gpu_scope, env->staged_phases, env->staged_piece_bytes, env->hostname,
              env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo, oneshot_text);
 }

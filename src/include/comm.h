@@ -94,7 +94,6 @@ struct ringoComm {
   _Atomic ringoResult_t error;  /* sticky: a collective failed mid-flight, the ring is unusable */
   atomic_int failing;           /* the first failure claimed it: later ones keep error and fail_error */
   _Atomic uint64_t bytes_sent, bytes_received, collectives;
-  _Atomic uint64_t bytes_sent_direct; /* of bytes_sent, what left straight from the buffers (send_direct) */
   struct ringo_trace* trace;    /* RINGO_TRACE recorder, or NULL */
   uint64_t seq;                 /* collectives started on this communicator (fingerprints) */
   /* The last call's message, written by any thread that fails on comm (the caller's, the proxy's):

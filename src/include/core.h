@@ -67,8 +67,6 @@ struct ringo_env {
   size_t slice_bytes;      /* RINGO_SLICE_BYTES: bytes per FIFO slot; 0 when unset: the ring's default
                               (RINGO_SLICE_ONE_HOST, or RINGO_SLICE_ACROSS_HOSTS when it leaves the host) */
   int nslots;              /* RINGO_NSLOTS: FIFO depth per link, >= 4 (default 4) */
-  int mpi_direct;          /* RINGO_MPI_DIRECT: 0 sends every slice over MPI from a slot (default 1: slices of
-                              64 KiB or more that sit in the buffers leave straight from them) */
   int spin;                /* RINGO_SPIN: polls before a waiter yields (default 0: yield at once) */
   double yield_us;         /* RINGO_YIELD_US: how long a waiter yields before it sleeps (default 200) */
   char hostname[256];      /* RINGO_HOSTNAME: host identity override (default gethostname) */

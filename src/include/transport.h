@@ -5,7 +5,6 @@
 #define RINGO_TRANSPORT_H_
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "ringo.h"
 
@@ -89,12 +88,6 @@ struct ringo_transport {
   /* Sender end: waits until the receiver has released every posted slot, so an error it hit
    * on them (a poisoned link) reaches this rank too. */
   ringoResult_t (*flush)(struct ringo_link* link);
-  /* Optional (NULL where there is no such path: a shm slot is the peer's own memory, so filling it
-   * is the transfer). Sends bytes (at most slot_bytes) straight from src, the caller's memory, as
-   * the next message, with no slot filled: the receiver takes it in its next slot like any other,
-   * and the saved copy is a pass over the bytes (mpi: MPI_Isend reads src itself). src must stay
-   * unchanged and allocated until flush has returned, or, after an error, until the link closes. */
-  ringoResult_t (*send_direct)(struct ringo_link* link, const void* src, size_t bytes);
 
   /* Tells the other end that this rank left on an error (code, msg): its waits end with that
    * error instead of a timeout. Best effort, never blocks; may be NULL (the peer times out). */
@@ -128,9 +121,6 @@ int ringo_mpi_links_thread_safe(void);
  * (reset: return it and start again from 0). Below MPI_THREAD_MULTIPLE it must stay 1. For tests. */
 int ringo_mpi_most_concurrent_calls(int reset);
 #endif
-/* Of the payload bytes comm sent, those that left straight from the buffers (send_direct;
- * collectives.c). For tests. */
-uint64_t ringo_comm_direct_bytes(const ringoComm_t comm);
 
 /* Process-wide turns for MPI. While an MPI link lives in this process, every wait of ringo (a shm
  * link, the board, the point-to-point engine) gives MPI a turn each round and naps briefly rather

@@ -38,7 +38,6 @@ struct ringo_link {
   int ready;      /* receiver: mpi_poll saw the current slot's receive complete (its request is gone) */
   size_t slot_bytes, held_bytes;
   uint64_t count; /* slices posted (sender) or released (receiver) */
-  uint64_t direct; /* sender: slot i's request is a send straight from the caller's memory (bit i; nslots <= 64) */
   double timeout_s;
   const atomic_int* abort_flag;
   ringoResult_t (*interrupt)(void* ctx); /* the params' */
@@ -249,7 +248,7 @@ static void sweep_parked(void) {
 static void mpi_close(struct ringo_link* l) {
   if (!l) return;
   atomic_fetch_sub_explicit(&live_links, 1, memory_order_relaxed);
-  int finalized = 0, pending = 0, pending_direct = 0;
+  int finalized = 0, pending = 0;
   MPI_Finalized(&finalized);
   if (finalized) { /* no MPI call is allowed: what MPI held is the exiting process's */
     free(l->reqs);
@@ -263,13 +262,7 @@ static void mpi_close(struct ringo_link* l) {
     MPI_SERIAL(MPI_Test(&l->reqs[i], &done, MPI_STATUS_IGNORE));
     if (!done && l->is_recv) MPI_SERIAL(MPI_Wait(&l->reqs[i], MPI_STATUS_IGNORE)); /* cancelled: completes */
     pending |= !done && !l->is_recv;
-    pending_direct += !done && !l->is_recv && (l->direct >> i & 1);
   }
-  /* Sends straight from the caller's buffers (left by a collective that failed) cannot be parked. */
-  if (pending_direct)
-    RINGO_WARN("rank %d: %d sends to rank %d straight from a failed collective's buffers were still in flight when its "
-               "mpi link closed (rank %d stopped receiving): MPI may read those buffers if it ever takes them",
-               l->self_rank, pending_direct, l->peer_rank, l->peer_rank);
   if (pending) park(l->bufs, l->reqs, l->nslots);
   else free(l->bufs);
   int done = 1;
@@ -394,20 +387,7 @@ static ringoResult_t mpi_send_post(struct ringo_link* l, size_t bytes) {
   if (!l->holding || bytes > l->slot_bytes) return ringo_fail(ringoInvalidUsage, "mpi send_post without a slot or too large");
   MPI_CHECK(MPI_Isend(l->bufs + (size_t)idx * l->slot_bytes, (int)bytes, MPI_BYTE, l->peer_rank, l->tag,
                       l->comm, &l->reqs[idx]), "MPI_Isend", l);
-  l->direct &= ~(1ull << idx);
   l->holding = 0;
-  l->count++;
-  return ringoSuccess;
-}
-
-/* The next message straight from src (transport.h): the slot it would have used stays idle, but its
- * request stands for this send, so the slot is reused only once MPI is done reading src. */
-static ringoResult_t mpi_send_direct(struct ringo_link* l, const void* src, size_t bytes) {
-  const int idx = (int)(l->count % (uint64_t)l->nslots);
-  if (l->holding || bytes > l->slot_bytes) return ringo_fail(ringoInvalidUsage, "mpi send_direct with a slot held or too large");
-  RINGO_CHECK(wait_request(l, idx, MPI_STATUS_IGNORE)); /* the slot's previous send has left */
-  MPI_CHECK(MPI_Isend(src, (int)bytes, MPI_BYTE, l->peer_rank, l->tag, l->comm, &l->reqs[idx]), "MPI_Isend", l);
-  l->direct |= 1ull << idx;
   l->count++;
   return ringoSuccess;
 }
@@ -486,7 +466,6 @@ const struct ringo_transport ringo_transport_mpi = {
     .recv_release = mpi_recv_release,
     .poll = mpi_poll,
     .flush = mpi_flush,
-    .send_direct = mpi_send_direct,
     .poison = mpi_poison,
     .peer_poisoned = check_poisoned,
     .close = mpi_close,
