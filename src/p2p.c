@@ -152,10 +152,14 @@ static ringoResult_t try_open_recv_link(ringoComm_t comm, int peer, double* next
     const double now = ringo_now();
     if (now < *next_alive) return ringoSuccess;
     *next_alive = now + P2P_LIVENESS_S;
-    if (ringo_shm_pid_gone(comm->info[peer].pid))
+    if (!ringo_shm_pid_gone(comm->info[peer].pid)) return ringoSuccess;
+    /* A sender posts its link before its send returns, and shm keeps the link's segment for a
+     * receiver that attaches after the sender left: so a sender that posted between the two loads
+     * and then exited left its message behind. Only one gone with nothing posted never sent. */
+    if (atomic_load_explicit(&e->posted, memory_order_acquire) == 0)
       return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to send", peer,
                         (int)comm->info[peer].pid, comm->rank);
-    return ringoSuccess;
+    *ready = 1;
   }
   memcpy(info, e->info, sizeof info);
   RINGO_CHECK(c->tp->recv_connect(&p, info, &c->link));
