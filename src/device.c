@@ -44,7 +44,7 @@ struct ringo_device {
   int staged;             /* the ring leaves the host: collectives go through the host ring (staged.c) */
   size_t min_slice_bytes; /* RINGO_CUDA_MIN_SLICE_BYTES, as every rank has it (agree_knobs) */
   int window;             /* RINGO_CUDA_WINDOW, likewise */
-  int gpu_scope;          /* RINGO_CUDA_GPU_SCOPE=1 and every rank on this GPU: the kernel syncs at GPU scope */
+  int gpu_scope;          /* the kernel syncs at GPU scope (ringo_dev_flag_scope) */
   struct ringo_stage stage;
   int usable;             /* every rank made its region and reached its next rank's */
   char why[256];          /* why not, when !usable */
@@ -448,9 +448,10 @@ ringoResult_t ringo_device_setup(ringoComm_t comm, const struct ringo_rendezvous
     for (int q = 0; q < n; q++) d->local_ranks += probes[q].dev == d->dev && probes[q].pid == pmine.pid &&
                                                   probes[q].nonce == pmine.nonce;
   }
-  d->gpu_scope = all_ok && comm->env.cuda_gpu_scope;
-  for (int r = 0; d->gpu_scope && r < n; r++)
-    d->gpu_scope = strcmp(comm->info[r].host, comm->info[me].host) == 0 && strncmp(probes[r].pci, pmine.pci, sizeof pmine.pci) == 0;
+  int same_gpu = all_ok; /* every rank on this GPU: same host and PCI bus id */
+  for (int r = 0; same_gpu && r < n; r++)
+    same_gpu = strcmp(comm->info[r].host, comm->info[me].host) == 0 && strncmp(probes[r].pci, pmine.pci, sizeof pmine.pci) == 0;
+  d->gpu_scope = ringo_dev_flag_scope(comm->env.cuda_gpu_scope, same_gpu, all_ok && d->local_ranks == n);
   if (all_ok && d->nchannels < 1 && !d->staged) { /* a staged ring launches no ring kernel */
     all_ok = 0;
     snprintf(d->why, sizeof d->why, "too many ranks share one GPU for their ring kernels to be resident at once");

@@ -31,6 +31,17 @@ static size_t slice_bytes(const struct ringo_dev_coll* c, size_t longest_chunk_b
   return want < c->slot_bytes ? want : c->slot_bytes;
 }
 
+/* PTX's .gpu scope is "all threads in the current program executing on the same compute device",
+ * other grids of the program included: ranks that are threads of one process on one GPU (InitAll)
+ * sync correctly at GPU scope, which costs less per slice than system scope (measured on an H200,
+ * cuda/README.md). Ranks in other processes are outside every PTX scope; system scope is the
+ * strongest there is, and the default; RINGO_CUDA_GPU_SCOPE=1 asks for GPU scope across processes on
+ * one GPU too, as an experiment. */
+int ringo_dev_flag_scope(int setting, int same_gpu, int same_process) {
+  if (!same_gpu || setting == 0) return 0;
+  return setting == 1 || same_process;
+}
+
 ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct ringo_dev_ring* d) {
   const size_t esize = ringo_type_size(c->type);
   if (esize == 0 || (unsigned)c->op >= RINGO_NUM_OPS)

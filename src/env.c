@@ -61,7 +61,7 @@ void ringo_env_read(struct ringo_env* env) {
   env->cuda_min_slice_bytes = env_bytes("RINGO_CUDA_MIN_SLICE_BYTES", 16 << 10, 16, 64 << 20);
   env->cuda_window = (int)env_double("RINGO_CUDA_WINDOW", 0, 0, 64);
   env->cuda_fence = (int)env_double("RINGO_CUDA_FENCE", 1, 0, 1);
-  env->cuda_gpu_scope = (int)env_double("RINGO_CUDA_GPU_SCOPE", 0, 0, 1);
+  env->cuda_gpu_scope = (int)env_double("RINGO_CUDA_GPU_SCOPE", -1, 0, 1); /* -1: unset (core.h) */
   /* A phase costs a copy per chunk each way and a marker: enough phases to overlap the copies
    * with the transfer, pieces large enough that a copy's launch cost stays small beside it. */
   env->staged_phases = (int)env_double("RINGO_STAGED_PHASES", 8, 1, 64);

@@ -177,7 +177,7 @@ TEST(CudaRingEmulatedLarge, FloatAllReduceOfAMillionElements) {
   }
 }
 
-// GPU-scope flags (RINGO_CUDA_GPU_SCOPE=1, every rank on one GPU) take the same path through the
+// GPU-scope flags (every rank a thread of one process on one GPU) take the same path through the
 // kernel's code: the same exact results.
 TEST(CudaRingEmulatedLarge, GpuScopeFlagsGiveTheSameResults) {
   const int n = 3;
@@ -186,6 +186,21 @@ TEST(CudaRingEmulatedLarge, GpuScopeFlagsGiveTheSameResults) {
   for (const Case& c : {Case{Coll::kAllReduce, ringoFloat32, ringoSum, 100003, false, 0},
                         Case{Coll::kReduceScatter, ringoInt32, ringoMax, 5001, true, 0}})
     ASSERT_EQ(RunAndCheck(ring, c, n), "") << ringo_cases::Label(c);
+}
+
+// Where the kernel syncs at GPU scope: by default exactly where every rank is a thread of this
+// process on this GPU (InitAll with one device listed N times), the case PTX's .gpu scope covers;
+// RINGO_CUDA_GPU_SCOPE=0 keeps system scope there, =1 takes GPU scope across processes on one GPU,
+// and ranks on another GPU or host always get system scope.
+TEST(CudaRingDescribe, FlagScopeIsGpuExactlyWhereEveryRankIsThisProcessOnThisGpu) {
+  struct Want {
+    int setting, same_gpu, same_process, gpu_scope;
+  };
+  const Want wants[] = {{-1, 1, 1, 1}, {-1, 1, 0, 0}, {-1, 0, 0, 0}, {-1, 0, 1, 0}, {0, 1, 1, 0}, {0, 1, 0, 0},
+                        {1, 1, 1, 1},  {1, 1, 0, 1},  {1, 0, 0, 0},  {1, 0, 1, 0}};
+  for (const Want& w : wants)
+    EXPECT_EQ(ringo_dev_flag_scope(w.setting, w.same_gpu, w.same_process), w.gpu_scope)
+        << "setting " << w.setting << " same_gpu " << w.same_gpu << " same_process " << w.same_process;
 }
 
 // The counters say how many slots went each way: sender's sent == receiver's received, per

@@ -90,8 +90,10 @@ struct ringo_env {
                               together (0: the most its slots allow, 2; 1: one at a time) */
   int cuda_fence;          /* RINGO_CUDA_FENCE: 0 leaves out the ring kernel's fence before each flag's
                               release (the release alone orders the slice; an experiment) */
-  int cuda_gpu_scope;      /* RINGO_CUDA_GPU_SCOPE: 1 syncs the ring kernel's flags at GPU scope when every rank
-                              of the ring is on one GPU (an experiment: system scope is the default) */
+  int cuda_gpu_scope;      /* RINGO_CUDA_GPU_SCOPE: -1 (unset): the ring kernel's flags at GPU scope when every
+                              rank is a thread of this process on this GPU, else system scope; 0: system
+                              scope always; 1: GPU scope when every rank is on this GPU, other processes'
+                              too (outside PTX's scopes: an experiment). ringo_dev_flag_scope decides */
   int staged_phases;       /* RINGO_STAGED_PHASES: most phases a staged device collective is pipelined in
                               (default 8; 1: whole-buffer copies) */
   size_t staged_piece_bytes; /* RINGO_STAGED_PIECE_BYTES: least bytes of one chunk a phase copies (default 1 MiB) */

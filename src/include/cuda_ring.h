@@ -83,7 +83,7 @@ struct ringo_dev_ring {
   int32_t* error;        /* host-mapped: the first RINGO_DEV_* code of this rank (0 until one) */
   const int32_t* abort_flag; /* host-mapped: non-zero makes every wait give up */
   uint64_t timeout_ns;   /* bound on any single wait */
-  int32_t gpu_scope;     /* 1: every rank of the ring is on this GPU: flags and fences at GPU scope */
+  int32_t gpu_scope;     /* 1: flags and fences at GPU scope (ringo_dev_flag_scope says where) */
   int32_t window;        /* rounds a channel takes through each step together (1 .. nslots / 2) */
   int32_t fence;         /* 1: a fence before each flag's release too (0: the release alone) */
   int32_t pad_fence;
@@ -115,6 +115,11 @@ struct ringo_dev_coll {
  * steps, chunks, slices and the fingerprint) from the schedule (device_plan.c; no CUDA needed).
  * ringoInvalidArgument / ringoInvalidUsage on a shape the kernel cannot run. */
 ringoResult_t ringo_dev_ring_describe(const struct ringo_dev_coll* c, struct ringo_dev_ring* d);
+
+/* The ring kernel's flag scope (ringo_dev_ring.gpu_scope): 1 (GPU scope) where every rank of the ring
+ * is on this GPU (same_gpu) and either a thread of this process (same_process) or RINGO_CUDA_GPU_SCOPE
+ * (setting) is 1; 0 (system scope) otherwise, and always where setting is 0. setting -1: unset. */
+int ringo_dev_flag_scope(int setting, int same_gpu, int same_process);
 
 /* Enqueues the ring kernel for d on stream (a cudaStream_t): d->nchannels blocks.
  * ringoSuccess; ringoInvalidArgument for a bad dtype/op/shape; ringoUnhandledCudaError when the
