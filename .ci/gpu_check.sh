@@ -37,7 +37,7 @@ BENCH_ARGS=(-b 1M -e 1G -f 4 -d all)
 # Seconds: each part gets its cap, or less so that the whole run ends by DEADLINE_S (under 8 minutes with
 # the kill grace periods and MPS's stop): the parts after it are left at least what they reserve.
 # GPU_CHECK_S sets a shorter deadline (a rerun with less machine time left); the parts get what it leaves.
-BUILD_S=240 TESTS_S=150 BENCH_S=150 DEADLINE_S=${GPU_CHECK_S:-440}
+BUILD_S=240 TESTS_S=200 BENCH_S=150 DEADLINE_S=${GPU_CHECK_S:-440}
 [ "$DEADLINE_S" -ge 240 ] 2>/dev/null && [ "$DEADLINE_S" -le 440 ] || { echo "gpu-check: GPU_CHECK_S must be 240..440 (the build alone keeps 60 s)"; exit 2; }
 # Of the tests' share, the NCCL device runs are left at least NCCL_DEVICE_SHARE_S (and whatever the suites
 # leave), each at most NCCL_DEVICE_S.
