@@ -372,16 +372,19 @@ static int all_set(const int32_t* flags, int n, int* first_unset) {
 static void agree_knobs(ringoComm_t comm, struct ringo_device* d, const struct dev_probe* probes, int n) {
   int differ = 0;
   d->nchannels = RINGO_DEV_MAX_CHANNELS;
+  int asked = 0; /* did any rank set RINGO_CUDA_CHANNELS? */
   d->slot_bytes = probes[0].slot_bytes;
   d->window = probes[0].window;
   d->min_slice_bytes = probes[0].min_slice;
   for (int r = 0; r < n; r++) {
     const struct dev_probe* p = &probes[r];
     if (p->cap_channels > 0 && p->cap_channels < d->nchannels) d->nchannels = p->cap_channels;
+    asked |= p->cap_channels > 0;
     if (p->slot_bytes < d->slot_bytes) d->slot_bytes = p->slot_bytes;
     differ |= p->cap_channels != probes[0].cap_channels || p->slot_bytes != probes[0].slot_bytes ||
               p->window != probes[0].window || p->min_slice != probes[0].min_slice;
   }
+  if (!asked) d->nchannels = RINGO_DEV_DEFAULT_CHANNELS;
   if (differ && comm->rank == 0)
     RINGO_WARN("ranks set RINGO_CUDA_CHANNELS, RINGO_CUDA_SLICE_BYTES, RINGO_CUDA_WINDOW or RINGO_CUDA_MIN_SLICE_BYTES "
                "differently: every rank uses at most %d channels, %zu-byte slots and rank 0's window (%d) and "

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "cuda_ring.h" /* RINGO_DEV_MAX_CHANNELS */
 
 static double env_double(const char* name, double dflt, double lo, double hi) {
   const char* s = getenv(name);
@@ -56,7 +57,7 @@ void ringo_env_read(struct ringo_env* env) {
    * against Open MPI with 200 us than with 4 yields; README, "The benchmark and the bound"). */
   env->yield_us = env_double("RINGO_YIELD_US", 200, 0, 1e6);
   env->cuda_enable = (int)env_double("RINGO_CUDA", 1, 0, 1);
-  env->cuda_channels = (int)env_double("RINGO_CUDA_CHANNELS", 0, 0, 64);
+  env->cuda_channels = (int)env_double("RINGO_CUDA_CHANNELS", 0, 0, RINGO_DEV_MAX_CHANNELS);
   env->cuda_slice_bytes = env_bytes("RINGO_CUDA_SLICE_BYTES", 256 << 10, 4096, 64 << 20) & ~(size_t)4095;
   env->cuda_min_slice_bytes = env_bytes("RINGO_CUDA_MIN_SLICE_BYTES", 16 << 10, 16, 64 << 20);
   env->cuda_window = (int)env_double("RINGO_CUDA_WINDOW", 0, 0, 64);

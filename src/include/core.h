@@ -80,8 +80,8 @@ struct ringo_env {
                               host runs one-shot with under RINGO_ALGO=auto (0: never; unset:
                               RINGO_ONESHOT_PER_PEER, 4 KiB per other rank, at most 64 KiB) */
   int cuda_enable;         /* RINGO_CUDA: 0 keeps communicators off the GPU (no device memory, no context) */
-  int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs (0: as many
-                              as the GPU holds resident for all its ranks, at most 64) */
+  int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs, 1..128 (0:
+                              as many as the GPU holds resident for all its ranks, at most 64) */
   size_t cuda_slice_bytes; /* RINGO_CUDA_SLICE_BYTES: bytes per device FIFO slot (default 256 KiB) */
   size_t cuda_min_slice_bytes; /* RINGO_CUDA_MIN_SLICE_BYTES: smallest slice of a collective whose chunks are
                                   too short to keep every channel busy with full slots (default 16 KiB; the

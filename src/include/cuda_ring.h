@@ -15,7 +15,9 @@ extern "C" {
 
 #define RINGO_DEV_MAX_RANKS 64
 #define RINGO_DEV_MAX_STEPS (2 * RINGO_DEV_MAX_RANKS - 1)
-#define RINGO_DEV_MAX_CHANNELS 64
+#define RINGO_DEV_MAX_CHANNELS 128
+/* Channels a rank takes when RINGO_CUDA_CHANNELS does not ask for more (or fewer). */
+#define RINGO_DEV_DEFAULT_CHANNELS 64
 
 /* One channel's flags in the FIFO region of the link's receiver. head counts slots the sender
  * posted, tail slots the receiver released; both only grow, across collectives. poison is set
