@@ -302,7 +302,8 @@ run_bench_all() {
 # next change to the kernel's synchronisation, channel count or slices starts from a measurement: one round at
 # a time through each step (the order before windows) at 256 MiB and above; full slots for every slice (the
 # slices before they spread short chunks over every channel) at 1-64 MiB, beside the N = 2 run's own rows; no
-# fence before each flag's release, system-scope flags (the default before GPU scope in one process) and 32 channels at 256 MiB and above.
+# fence before each flag's release, system-scope flags (the default before GPU scope in one process) and 32
+# channels at 256 MiB and above.
 EXPERIMENTS=("RINGO_CUDA_WINDOW=1|-b 256M -e 1G -f 2" "RINGO_CUDA_MIN_SLICE_BYTES=256K|-b 1M -e 64M -f 4"
   "RINGO_CUDA_FENCE=0|-b 256M -e 1G -f 2" "RINGO_CUDA_GPU_SCOPE=0|-b 256M -e 1G -f 2"
   "RINGO_CUDA_CHANNELS=32|-b 256M -e 1G -f 2")
