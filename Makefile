@@ -22,12 +22,13 @@ WERROR    ?= 1
 WARN      := -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror)
 OPT       ?= -O2 -g
 SANFLAGS  := $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer)
-CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc/include $(MPI_CFLAGS)
+CPPFLAGS  := -D_GNU_SOURCE -Iinclude -Isrc $(MPI_CFLAGS)
 CFLAGS    = -std=c11 $(OPT) $(WARN) -fPIC -fvisibility=hidden -pthread $(SANFLAGS) -DRINGO_BUILDING_LIBRARY
 CXXFLAGS  = -std=c++17 $(OPT) $(WARN) -pthread $(SANFLAGS)
 LDLIBS    := $(MPI_LIBS) -pthread -lrt -lm
 
-LIB_SRC   ?= $(wildcard src/*.c src/transport/*.c)
+LIB_SRC   ?= $(wildcard src/*/*.c)
+LIB_HDR   := $(wildcard include/*.h src/*/*.h)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.cc)
 TEST_SUPPORT ?= $(filter-out $(TEST_SRC),$(wildcard test/*.cc))
@@ -46,6 +47,9 @@ GLOO ?= 1
 GLOO_FOUND := $(if $(filter 1,$(GLOO)),$(shell $(CXX) -std=c++17 -fsyntax-only -x c++ -include gloo/allreduce.h /dev/null 2>/dev/null && echo 1))
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bin/%)
+# The teaching tools (tools/): ringo-trace and ringo-model.
+TOOLS_SRC := $(wildcard tools/*.c)
+TOOLS_BIN := $(TOOLS_SRC:tools/%.c=$(BUILD)/bin/%)
 
 # ---- CUDA (begin) ---- owned by the CUDA work (cuda/, .ci/gpu_check.sh); edit outside this block.
 # When nvcc is found and CUDA is not 0, cuda/*.cu compile for sm_90 plus compute_90 PTX (which the
@@ -76,7 +80,7 @@ endif
 
 $(BUILD)/obj/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh src/include/*.h) include/ringo.h
 	@mkdir -p $(dir $@)
-	$(NVCC) -D_GNU_SOURCE -DRINGO_BUILDING_LIBRARY -Iinclude -Isrc/include $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) -D_GNU_SOURCE -DRINGO_BUILDING_LIBRARY -Iinclude -Isrc $(NVCCFLAGS) -c $< -o $@
 
 # Every object depends on the build's configuration (CUDA, MPI, Gloo: found or not, and their flags),
 # so switching CUDA on or off (or the arch), or a first `make` before `make deps` installed MPI, then
@@ -125,12 +129,12 @@ detect:
 
 lib: $(BUILD)/lib/libringo.so $(BUILD)/lib/libringo.a
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/*.h src/include/*.h)
+$(BUILD)/obj/%.o: %.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 # The reduce loops are the hot path: let the compiler vectorise them hard.
-$(BUILD)/obj/src/reduce.o: OPT := -O3 -g
+$(BUILD)/obj/src/reduce/reduce.o: OPT := -O3 -g
 
 $(BUILD)/lib/libringo.so: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -140,11 +144,15 @@ $(BUILD)/lib/libringo.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-tools: $(BENCH_BIN)
+tools: $(BENCH_BIN) $(TOOLS_BIN)
 $(BUILD)/bin/%: bench/%.c $(wildcard bench/*.h) $(BUILD)/lib/libringo.a include/ringo.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $(TOOL_CPPFLAGS) $(MPI_CFLAGS) $< -o $@ \
 	  $(TOOL_OBJ) $(BUILD)/lib/libringo.a $(TOOL_LIBS) $(LDLIBS)
+$(BUILD)/bin/%: tools/%.c $(wildcard tools/*.h) $(BUILD)/lib/libringo.a include/ringo.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $(TOOL_CPPFLAGS) $< -o $@ \
+	  $(BUILD)/lib/libringo.a $(LDLIBS)
 
 ifeq ($(GLOO_FOUND),1)
 $(BUILD)/bin/ringo-bench: TOOL_CPPFLAGS := -DRINGO_HAVE_GLOO
@@ -164,10 +172,10 @@ $(BUILD)/test/test_gpu_bench_data: bench/gpu_bench_data.h
 
 # The teaching tools print the library's own schedule and cost model, so they (alone in bench/)
 # see the internal headers.
-$(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: TOOL_CPPFLAGS := -Isrc/include
-$(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: $(wildcard src/include/*.h)
+$(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: TOOL_CPPFLAGS := -Isrc
+$(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: $(wildcard src/sched/*.h)
 
-# Tests link the static library so they can also reach internal functions (src/include).
+# Tests link the static library so they can also reach internal functions (src/<layer>/*.h).
 tests: $(TEST_BIN) $(MPI_TEST_BIN)
 $(BUILD)/test/%: test/%.cc $(TEST_SUPPORT) $(wildcard test/*.h) $(BUILD)/lib/libringo.a
 	@mkdir -p $(dir $@)
@@ -341,13 +349,13 @@ fuzz: deps
 	@$(MAKE) --no-print-directory $(SUBMAKE_J) fuzzers
 	@RINGO_STAGE=fuzzers FUZZ_TIME=$(FUZZ_TIME) FUZZ_DIR=$(FUZZ_BUILD) .ci/fuzz.sh $(FUZZ_BIN)
 
-$(FUZZ_BUILD)/obj/%.o: %.c $(wildcard include/*.h src/include/*.h)
+$(FUZZ_BUILD)/obj/%.o: %.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CPPFLAGS) -std=c11 -O1 -g $(WARN) -fPIC -fvisibility=hidden -pthread -fsanitize=fuzzer-no-link $(FUZZ_SAN) -DRINGO_BUILDING_LIBRARY -c $< -o $@
 
 # clang 14 rejects reduce.c's gcc CPU dispatch (__builtin_cpu_supports("f16c")); no fuzzer aims
 # at the arithmetic, so it is built with gcc and left uninstrumented.
-$(FUZZ_BUILD)/obj/src/reduce.o: src/reduce.c $(wildcard include/*.h src/include/*.h)
+$(FUZZ_BUILD)/obj/src/reduce/reduce.o: src/reduce/reduce.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
 	gcc $(FUZZ_CPPFLAGS) -std=c11 -O2 -g $(WARN) -fPIC -fvisibility=hidden -pthread -DRINGO_BUILDING_LIBRARY -c $< -o $@
 

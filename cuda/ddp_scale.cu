@@ -4,7 +4,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "cuda_scale.h"
+#include "include/cuda_scale.h"
 
 namespace {
 

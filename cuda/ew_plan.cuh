@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "elementwise.h"
+#include "include/elementwise.h"
 #include "ringo.h"
 
 namespace ringo_ew {

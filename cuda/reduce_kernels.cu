@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_kernels.h"
+#include "include/cuda_kernels.h"
 #include "ew_plan.cuh"
 
 namespace {

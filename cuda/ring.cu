@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "cuda_kernels.h"
-#include "cuda_ring.h"
+#include "include/cuda_kernels.h"
+#include "include/cuda_ring.h"
 #include "ew_plan.cuh"
 #include "sync.cuh"
-#include "schedule.h"
+#include "sched/schedule.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <sched.h>
 #include <stdint.h>
 
-#include "cuda_ring.h"
-#include "cuda_wait.h"
+#include "include/cuda_ring.h"
+#include "include/cuda_wait.h"
 #include "sync.cuh"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../src/ddp_device.h"
+#include "ddp/ddp_device.h"
 #include "ringo.h"
 #include "staged_fake.h"
 

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "ringo.h"
-#include "staged.h"  // has its own extern "C" and maps atomic_int to std::atomic_int
+#include "device/staged.h"  // has its own extern "C" and maps atomic_int to std::atomic_int
 
 extern "C" {
-#include "core.h"
+#include "core/core.h"
 }
 
 namespace ringo_staged_test {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 extern "C" {
-#include "bootstrap.h"
-#include "core.h"
+#include "boot/bootstrap.h"
+#include "core/core.h"
 }
 
 #include <arpa/inet.h>

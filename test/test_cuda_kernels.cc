@@ -11,11 +11,11 @@
 #include <vector>
 
 extern "C" {
-#include "core.h"
-#include "reduce.h"
+#include "core/core.h"
+#include "reduce/reduce.h"
 }
-#include "cuda_kernels.h"
-#include "elementwise.h"
+#include "include/cuda_kernels.h"
+#include "include/elementwise.h"
 
 #ifdef RINGO_HAVE_CUDA
 #include <cuda_runtime_api.h>

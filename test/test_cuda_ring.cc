@@ -18,8 +18,8 @@
 #include "ringo.h"
 
 #ifdef RINGO_HAVE_CUDA
-#include "cuda_ring.h"
-#include "schedule.h"
+#include "include/cuda_ring.h"
+#include "sched/schedule.h"
 
 namespace {
 

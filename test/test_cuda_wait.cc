@@ -9,8 +9,8 @@
 #include <thread>
 
 #ifdef RINGO_HAVE_CUDA
-#include "cuda_ring.h"
-#include "cuda_wait.h"
+#include "include/cuda_ring.h"
+#include "include/cuda_wait.h"
 #endif
 
 namespace {

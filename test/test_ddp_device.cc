@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "../src/ddp_device.h"
+#include "ddp/ddp_device.h"
 #include "ddp_fake_device.h"
-#include "elementwise.h"
+#include "include/elementwise.h"
 #include "gpu_probe.h"
 #include "harness.h"
 #include "ringo.h"

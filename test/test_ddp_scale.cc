@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "../src/ddp_device.h"
-#include "elementwise.h"
+#include "ddp/ddp_device.h"
+#include "include/elementwise.h"
 #include "gpu_probe.h"
 #include "harness.h"
 #include "ringo.h"
@@ -16,7 +16,7 @@
 #ifdef RINGO_HAVE_CUDA
 #include <cuda_runtime.h>
 
-#include "cuda_scale.h"
+#include "include/cuda_scale.h"
 #endif
 
 namespace {

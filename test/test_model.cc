@@ -9,7 +9,7 @@
 #include <vector>
 
 extern "C" {
-#include "model.h"
+#include "sched/model.h"
 }
 
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "harness.h"
-#include "p2p_device.h"
+#include "device/p2p_device.h"
 #include "staged_fake.h"
 
 namespace {

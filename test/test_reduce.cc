@@ -14,10 +14,10 @@
 #include <vector>
 
 extern "C" {
-#include "core.h"
-#include "reduce.h"  // also declares the testing hook ringo_reduce_limit_isa
+#include "core/core.h"
+#include "reduce/reduce.h"  // also declares the testing hook ringo_reduce_limit_isa
 }
-#include "elementwise.h"
+#include "include/elementwise.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 extern "C" {
-#include "schedule.h"
+#include "sched/schedule.h"
 }
 
 namespace {

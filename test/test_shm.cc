@@ -5,9 +5,9 @@
 
 #include <atomic>
 extern "C" {
-#include "core.h"
+#include "core/core.h"
 }
-#include "transport.h"  // has its own extern "C" and maps atomic_int to std::atomic_int
+#include "transport/transport.h"  // has its own extern "C" and maps atomic_int to std::atomic_int
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -21,7 +21,7 @@
 #include "tool_run.h"
 
 extern "C" {
-#include "schedule.h"
+#include "sched/schedule.h"
 }
 
 namespace {

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "elementwise.h"
+#include "include/elementwise.h"
 #include "ringo.h"
 
 /* The rules are those of src/ddp.c's host scale, bit for bit: float32, float16 and bfloat16 are

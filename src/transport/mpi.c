@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core.h"
-#include "transport.h"
+#include "core/core.h"
+#include "transport/transport.h"
 
 #define MPI_LINK_MAGIC 0x4d474e52u /* "RNGM" */
 #define MPI_LINK_TAG 0x52          /* + the link's channel: ring, star and p2p links of one pair stay apart */

@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
-#include "transport.h"
+#include "core/core.h"
+#include "transport/transport.h"
 
 /* The segment:
  *

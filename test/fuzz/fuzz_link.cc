@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "transport.h"  // C++-ready on its own
+#include "transport/transport.h"  // C++-ready on its own
 
 #include "fuzz.h"
 

@@ -12,13 +12,13 @@
 #include <vector>
 
 extern "C" {
-#include "bootstrap.h"
-#include "bootstrap_wire.h"
-#include "core.h"
+#include "boot/bootstrap.h"
+#include "boot/bootstrap_wire.h"
+#include "core/core.h"
 }
 
 #include "fuzz.h"
-#include "transport.h"  // C++-ready on its own
+#include "transport/transport.h"  // C++-ready on its own
 
 namespace {
 

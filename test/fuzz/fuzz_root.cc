@@ -12,8 +12,8 @@
 #include <vector>
 
 extern "C" {
-#include "bootstrap.h"
-#include "core.h"
+#include "boot/bootstrap.h"
+#include "core/core.h"
 }
 
 #include "fuzz.h"

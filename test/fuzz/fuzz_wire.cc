@@ -9,8 +9,8 @@
 #include <vector>
 
 extern "C" {
-#include "bootstrap.h"
-#include "bootstrap_wire.h"
+#include "boot/bootstrap.h"
+#include "boot/bootstrap_wire.h"
 }
 
 #include "fuzz.h"

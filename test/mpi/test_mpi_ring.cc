@@ -25,7 +25,7 @@
 #include "ringo_mpi.h"
 
 extern "C" {
-#include "transport.h"
+#include "transport/transport.h"
 }
 
 namespace {

@@ -16,7 +16,7 @@
 #include "mpi_harness.h"
 #include "ringo_mpi.h"
 #include "../staged_fake.h"
-#include "p2p_device.h"
+#include "device/p2p_device.h"
 
 // The host functions of a staged collective call MPI from the stream's thread.
 int RingoTestMpiThreadLevel() { return MPI_THREAD_MULTIPLE; }

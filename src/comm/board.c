@@ -1,0 +1,337 @@
+/* board.c — the one-shot board (board.h): one shared-memory segment per single-host communicator,
+ * made by rank 0 at init, where ranks post small collectives' inputs and fingerprints.
+ * Tested by test/test_oneshot.cc (results, mismatches, timeouts, poison, a dead peer). */
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm/board.h"
+
+/* The segment (every offset computed here from nranks and the capacity, never read from it):
+ *
+ *   struct board_header   magic; the bell and its sleepers; the poison
+ *   struct board_rank[N]  per rank, on its own cache line: ops posted, ops done
+ *   fingerprints          [rank][side], 64 bytes each
+ *   data                  [side][rank], capacity bytes each, rounded up to 64
+ *
+ * posted and done count ops (op b posted: posted >= b + 1), so 0 means none. A waiter that has
+ * polled and yielded long enough sleeps on the bell; a rank that moves either counter rings the
+ * bell when anyone sleeps (bell_ring). */
+
+#define BOARD_MAGIC 0x52474e42u  /* arbitrary: marks a ringo board */
+#define BOARD_LINE 64
+#define BOARD_POLLS 100          /* plain loads before a waiter yields (on top of RINGO_SPIN) */
+#define BOARD_SLEEP_NS 5000000L  /* one futex sleep: short, so every condition is re-checked */
+#define BOARD_NET_SLEEP_NS 20000L /* the same where the wait takes MPI's turns (transport.h) */
+#define BOARD_LIVENESS_S 0.1     /* how often a waiter asks whether the awaited process exists */
+
+struct board_header {
+  uint32_t magic, nranks;
+  uint64_t capacity;
+  _Alignas(BOARD_LINE) atomic_uint bell;
+  atomic_uint sleepers;
+  _Alignas(BOARD_LINE) atomic_uint poisoned; /* 0; 2 while one rank writes the message; 1 once written */
+  _Atomic int32_t poison_code;
+  char poison_msg[RINGO_POISON_MSG_BYTES];
+};
+
+struct board_rank {
+  _Alignas(BOARD_LINE) _Atomic uint64_t posted;
+  _Atomic uint64_t done;
+};
+
+struct ringo_board {
+  void* base;
+  size_t bytes, capacity, stride; /* stride: a data slot, the capacity rounded up to a cache line */
+  int nranks;
+  struct board_header* hdr;
+  struct board_rank* ranks;
+  unsigned char* fingerprints;
+  unsigned char* data;
+};
+
+static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+static size_t fingerprints_off(int n) {
+  return round_up(sizeof(struct board_header), BOARD_LINE) + (size_t)n * sizeof(struct board_rank);
+}
+static size_t data_off(int n) { return fingerprints_off(n) + (size_t)n * 2 * RINGO_FINGERPRINT_BYTES; }
+static size_t board_bytes(int n, size_t capacity) {
+  return round_up(data_off(n) + 2 * (size_t)n * round_up(capacity, BOARD_LINE), 4096);
+}
+
+static void lay_out(struct ringo_board* bd, void* base) {
+  bd->base = base;
+  bd->hdr = base;
+  bd->ranks = (struct board_rank*)((char*)base + round_up(sizeof(struct board_header), BOARD_LINE));
+  bd->fingerprints = (unsigned char*)base + fingerprints_off(bd->nranks);
+  bd->data = (unsigned char*)base + data_off(bd->nranks);
+}
+
+static unsigned char* fingerprint_slot(const struct ringo_board* bd, int r, uint64_t b) {
+  return bd->fingerprints + ((size_t)r * 2 + (size_t)(b % 2)) * RINGO_FINGERPRINT_BYTES;
+}
+static unsigned char* data_slot(const struct ringo_board* bd, int r, uint64_t b) {
+  return bd->data + ((size_t)(b % 2) * (size_t)bd->nranks + (size_t)r) * bd->stride;
+}
+
+size_t ringo_board_capacity(const struct ringo_board* board) { return board->capacity; }
+
+/* ---- setup ---- */
+
+/* The capacity every rank allows (the smallest), or 0 when the board cannot serve this ring. */
+static size_t agreed_capacity(const ringoComm_t comm) {
+  size_t cap = SIZE_MAX;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (strcmp(comm->info[r].host, comm->info[0].host) != 0) return 0; /* ranks on other hosts */
+    if (comm->info[r].oneshot_bytes < cap) cap = (size_t)comm->info[r].oneshot_bytes;
+  }
+  for (int r = 0; r < comm->nranks && comm->rank == 0; r++)
+    if (comm->info[r].oneshot_bytes != comm->info[0].oneshot_bytes)
+      RINGO_WARN("ranks differ in RINGO_ONESHOT_BYTES (or RINGO_ALGO, RINGO_TRANSPORT): rank %d "
+                 "allows %llu bytes, rank 0 %llu; every rank uses the smallest, %zu", r,
+                 (unsigned long long)comm->info[r].oneshot_bytes, (unsigned long long)comm->info[0].oneshot_bytes, cap);
+  return cap;
+}
+
+/* Rank 0 makes the segment; "" when it could not (its reason logged). */
+static void create_board(const ringoComm_t comm, size_t bytes, size_t cap, char name[64], void** base) {
+  if (ringo_shm_segment_create(bytes, name, base) != ringoSuccess) {
+    RINGO_WARN("rank 0: no one-shot board, small collectives run on the ring: %s", ringo_thread_last_error());
+    ringo_thread_clear_error();
+    name[0] = '\0';
+    return;
+  }
+  struct board_header* h = *base;
+  h->magic = BOARD_MAGIC;
+  h->nranks = (uint32_t)comm->nranks;
+  h->capacity = cap;
+}
+
+/* Another rank maps rank 0's segment and checks it is this communicator's; 0 when it cannot. */
+static int attach_board(const ringoComm_t comm, const char* name, size_t bytes, size_t cap, void** base) {
+  if (ringo_shm_segment_attach(name, bytes, base) == ringoSuccess) {
+    const struct board_header* h = *base;
+    if (h->magic == BOARD_MAGIC && h->nranks == (uint32_t)comm->nranks && h->capacity == cap) return 1;
+    ringo_fail(ringoRemoteError, "the segment does not match this communicator");
+    munmap(*base, bytes);
+    *base = NULL;
+  }
+  RINGO_WARN("rank %d: no one-shot board, small collectives run on the ring: %s", comm->rank, ringo_thread_last_error());
+  ringo_thread_clear_error();
+  return 0;
+}
+
+/* The board only saves time: when one rank cannot have it (/dev/shm full, say), no rank uses it.
+ * Two allgathers: rank 0's segment name, then whether every rank mapped it (after which the name
+ * can go: mapped by every rank, or by none). */
+ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+  const size_t cap = comm->nranks > 1 ? agreed_capacity(comm) : 0;
+  if (cap == 0) return ringoSuccess;
+  const size_t bytes = board_bytes(comm->nranks, cap);
+  const size_t n = (size_t)comm->nranks;
+  char mine[64] = {0};
+  char* names = calloc(n, sizeof mine);
+  unsigned char* oks = calloc(n, 1);
+  struct ringo_board* bd = calloc(1, sizeof *bd);
+  void* base = NULL;
+  if (!names || !oks || !bd) { /* the others' rendezvous ends in its timeout */
+    free(names);
+    free(oks);
+    free(bd);
+    return ringo_fail(ringoSystemError, "out of memory for the one-shot board");
+  }
+  if (comm->rank == 0) create_board(comm, bytes, cap, mine, &base);
+  ringoResult_t res = rv->allgather(rv->ctx, mine, sizeof mine, names);
+  unsigned char ok = res == ringoSuccess && names[0] != '\0';
+  if (ok && comm->rank != 0) {
+    names[sizeof mine - 1] = '\0';
+    ok = (unsigned char)attach_board(comm, names, bytes, cap, &base);
+  }
+  /* Every rank takes part in the second allgather, even after a failure of its own. */
+  const ringoResult_t all = rv->allgather(rv->ctx, &ok, 1, oks);
+  if (res == ringoSuccess) res = all;
+  if (mine[0]) shm_unlink(mine);
+  for (size_t r = 0; res == ringoSuccess && r < n; r++) ok = ok && oks[r];
+  if (res == ringoSuccess && !ok && base && comm->rank == 0)
+    RINGO_WARN("rank 0: a rank could not map the one-shot board; small collectives run on the ring");
+  if (res == ringoSuccess && ok) {
+    bd->bytes = bytes;
+    bd->capacity = cap;
+    bd->stride = round_up(cap, BOARD_LINE);
+    bd->nranks = comm->nranks;
+    lay_out(bd, base);
+    comm->board = bd;
+    bd = NULL;
+  } else if (base) {
+    munmap(base, bytes);
+  }
+  free(bd);
+  free(names);
+  free(oks);
+  return res;
+}
+
+void ringo_board_free(ringoComm_t comm) {
+  if (!comm->board) return;
+  if (comm->board->base) munmap(comm->board->base, comm->board->bytes);
+  free(comm->board);
+  comm->board = NULL;
+}
+
+/* ---- waiting ---- */
+
+/* After a counter moved: wakes the sleepers, if any. Shared (not private) futexes: the ranks may
+ * live in different processes. The counter's store, the sleepers count and the bell are all
+ * sequentially consistent: a ringer that sees no sleeper stored before any waiter announced itself,
+ * so that waiter's next look finds the counter moved; a waiter announced before the ringer looked
+ * either sees the bell moved (its futex wait returns at once) or is woken. Nobody asleep, nothing
+ * shared is written: the fast path leaves the bell's cache line alone. */
+static void bell_ring(struct board_header* h) {
+  if (atomic_load_explicit(&h->sleepers, memory_order_seq_cst) == 0) return;
+  atomic_fetch_add_explicit(&h->bell, 1, memory_order_seq_cst);
+  syscall(SYS_futex, (void*)&h->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Which counter of rank r a wait watches, and the value it waits for. */
+struct board_wait {
+  int r;
+  _Atomic uint64_t* word;
+  uint64_t target;
+  const char* awaited; /* what rank r is to do, before what */
+  const struct ringo_op* op; /* named in an error */
+  double* since; /* when this call's first slow wait began (0: none yet): RINGO_TIMEOUT bounds the call */
+};
+
+static int reached(const struct board_wait* w, memory_order order) {
+  return atomic_load_explicit(w->word, order) >= w->target;
+}
+
+/* The error another rank poisoned the board with. */
+static ringoResult_t poison_error(struct board_header* h) {
+  char msg[RINGO_POISON_MSG_BYTES];
+  memcpy(msg, h->poison_msg, sizeof msg);
+  msg[sizeof msg - 1] = '\0'; /* another process wrote it: never trust it to be terminated */
+  ringoResult_t code = (ringoResult_t)atomic_load_explicit(&h->poison_code, memory_order_relaxed);
+  if (code <= ringoSuccess || code > ringoTimeout) code = ringoRemoteError;
+  return ringo_fail(code, "%s", msg);
+}
+
+/* Everything that ends a wait other than the awaited rank: poison, abort, deadline, a dead process. */
+static ringoResult_t check_wait(const ringoComm_t comm, const struct board_wait* w, double now, double start,
+                                double* next_alive) {
+  struct board_header* h = comm->board->hdr;
+  if (atomic_load_explicit(&h->poisoned, memory_order_acquire) == 1) return poison_error(h);
+  const int aborted = atomic_load_explicit(&comm->abort_flag, memory_order_relaxed) != 0;
+  const int late = now - start >= comm->env.timeout_s;
+  int pid = 0;
+  if (!aborted && !late && now >= *next_alive) {
+    *next_alive = now + BOARD_LIVENESS_S;
+    pid = comm->info[w->r].pid;
+    /* It may have moved its counter just before it left: that still counts. */
+    if (pid == getpid() || !ringo_shm_pid_gone(pid) || reached(w, memory_order_acquire)) pid = 0;
+  }
+  if (!aborted && !late && !pid) return ringoSuccess;
+  char what[160];
+  ringo_coll_describe(w->op, what, sizeof what);
+  if (aborted)
+    return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting for rank %d to %s %s", comm->rank,
+                      w->r, w->awaited, what);
+  if (late)
+    return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s %s (one-shot board)",
+                      comm->rank, comm->env.timeout_s, w->r, w->awaited, what);
+  return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to %s %s", w->r, pid,
+                    comm->rank, w->awaited, what);
+}
+
+/* Polls, yields (RINGO_YIELD_US), then sleeps on the bell (bell_ring says why no wake-up is lost).
+ * Unlike a ring link's wait, a board wait polls a little before its first yield: a one-shot call
+ * is one hand-off, and ranks that arrive a few hundred ns apart otherwise pay a yield's system
+ * call each (N = 2, 8 B, under mpirun with a barrier before each call, four A B rounds: 0.83-0.84
+ * us without the polls, 0.24-0.26 us with 100, Open MPI about 0.3; N = 4 on 2 cores: 6.3-10.5
+ * against 4.0-4.8 us). The loads stay in this core's cache until the counter moves. */
+static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w) {
+  for (int i = 0; i < BOARD_POLLS + comm->env.spin; i++)
+    if (reached(w, memory_order_acquire)) return ringoSuccess;
+  struct board_header* h = comm->board->hdr;
+  const double begun = ringo_now(), yield_s = comm->env.yield_us * 1e-6;
+  if (*w->since == 0) *w->since = begun;
+  const double start = *w->since; /* the deadline is the call's, however many ranks it waits for */
+  double next_alive = begun + BOARD_LIVENESS_S;
+  for (int round = 0;; round++) {
+    if (reached(w, memory_order_acquire)) return ringoSuccess;
+    const double now = ringo_now();
+    RINGO_CHECK(check_wait(comm, w, now, start, &next_alive));
+    ringo_net_progress(0); /* at MPI_THREAD_MULTIPLE: another communicator's MPI sends may be what a peer waits for */
+    if ((round < 4 || now - begun < yield_s) && ringo_yield()) continue;
+    atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
+    const uint32_t v = atomic_load_explicit(&h->bell, memory_order_seq_cst);
+    /* Sequentially consistent, as the ringer's store and its look at the sleepers are: an acquire
+     * load here could still miss a store the ringer made before it saw no sleeper. */
+    if (!reached(w, memory_order_seq_cst) && atomic_load_explicit(&h->poisoned, memory_order_seq_cst) != 1) {
+      const double left = start + comm->env.timeout_s - now;
+      const long nap = ringo_net_waiting(0) ? BOARD_NET_SLEEP_NS : BOARD_SLEEP_NS;
+      const long ns = left < nap * 1e-9 ? (long)(left * 1e9) + 1 : nap;
+      const struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
+      syscall(SYS_futex, (void*)&h->bell, FUTEX_WAIT, v, &ts, NULL, 0);
+    }
+    atomic_fetch_sub_explicit(&h->sleepers, 1, memory_order_seq_cst);
+  }
+}
+
+/* ---- ops ---- */
+
+ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot, double* since) {
+  struct ringo_board* bd = comm->board;
+  /* A rank that failed stops everyone: also a rank whose peers are all there already. */
+  if (atomic_load_explicit(&bd->hdr->poisoned, memory_order_acquire) == 1) return poison_error(bd->hdr);
+  if (b >= 2) { /* op b - 2 used this side last: every rank must have finished it */
+    for (int r = 0; r < comm->nranks; r++) {
+      if (r == comm->rank) continue;
+      const struct board_wait w = {r, &bd->ranks[r].done, b - 1, "finish the collective two calls before", op, since};
+      RINGO_CHECK(wait_for(comm, &w));
+    }
+  }
+  if (slot) *slot = data_slot(bd, comm->rank, b);
+  return ringoSuccess;
+}
+
+void ringo_board_post(ringoComm_t comm, uint64_t b, const struct ringo_fingerprint* fp) {
+  struct ringo_board* bd = comm->board;
+  memcpy(fingerprint_slot(bd, comm->rank, b), fp, sizeof *fp);
+  atomic_store_explicit(&bd->ranks[comm->rank].posted, b + 1, memory_order_seq_cst);
+  bell_ring(bd->hdr);
+}
+
+ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
+                                struct ringo_fingerprint* fp, const void** slot, double* since) {
+  struct ringo_board* bd = comm->board;
+  const struct board_wait w = {r, &bd->ranks[r].posted, b + 1, "join", op, since};
+  RINGO_CHECK(wait_for(comm, &w));
+  /* Rank r cannot reuse this side before this rank has finished op b (ringo_board_claim). */
+  memcpy(fp, fingerprint_slot(bd, r, b), sizeof *fp);
+  *slot = data_slot(bd, r, b);
+  return ringoSuccess;
+}
+
+void ringo_board_done(ringoComm_t comm, uint64_t b) {
+  struct ringo_board* bd = comm->board;
+  atomic_store_explicit(&bd->ranks[comm->rank].done, b + 1, memory_order_seq_cst);
+  bell_ring(bd->hdr);
+}
+
+void ringo_board_poison(ringoComm_t comm, ringoResult_t code, const char* msg) {
+  struct ringo_board* bd = comm->board;
+  if (!bd || !bd->base) return;
+  unsigned expected = 0;
+  if (!atomic_compare_exchange_strong(&bd->hdr->poisoned, &expected, 2)) return; /* the first error stays */
+  atomic_store_explicit(&bd->hdr->poison_code, (int32_t)code, memory_order_relaxed);
+  snprintf(bd->hdr->poison_msg, sizeof bd->hdr->poison_msg, "%s", msg);
+  atomic_store_explicit(&bd->hdr->poisoned, 1, memory_order_seq_cst); /* as a counter's store: see bell_ring */
+  bell_ring(bd->hdr);
+}

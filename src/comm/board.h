@@ -1,0 +1,43 @@
+/* board.h — the one-shot board: a shared-memory segment of a communicator whose ranks all live on
+ * one host, where each rank posts its input and fingerprint for small collectives (oneshot.c).
+ * Knows no reductions. Tested by test/test_oneshot.cc. */
+#ifndef RINGO_BOARD_H_
+#define RINGO_BOARD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/comm.h"
+
+/* Every host collective of a communicator with a board is a board op, numbered b = 0, 1, ...
+ * in call order on every rank. Op b uses side b % 2 of the board: each rank's fingerprint slot and
+ * data slot of that side. A rank that claims side b % 2 for op b waits until every rank has
+ * finished op b - 2, the side's last user, so nothing is overwritten while it is read. A ring
+ * collective claims and posts too (its fingerprint only): a rank in a one-shot op then finds a
+ * peer that runs another collective on the ring by its fingerprint, instead of waiting for it. */
+
+/* Makes the board when every rank is on this host and every rank allows the one-shot path
+ * (info[r].oneshot_bytes > 0, the smallest sets the capacity), else leaves comm->board NULL.
+ * Collective over rv when it makes one; decided from comm->info alone, so all ranks agree. */
+ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
+void ringo_board_free(ringoComm_t comm);
+
+/* Bytes of input one rank may post for one op. */
+size_t ringo_board_capacity(const struct ringo_board* board);
+
+/* Op b on this rank: waits until side b % 2 is free on every rank, and gives this rank's data slot
+ * of that side (capacity bytes; slot may be NULL). op is named in an error. *since (0 before the
+ * call's first wait) is when the call began to wait: RINGO_TIMEOUT bounds all its waits together. */
+ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot, double* since);
+/* Publishes this rank's fingerprint for op b (and the data slot written before). */
+void ringo_board_post(ringoComm_t comm, uint64_t b, const struct ringo_fingerprint* fp);
+/* Waits until rank r has posted op b (op is this rank's, named in an error); gives rank r's
+ * fingerprint and data slot. */
+ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
+                                struct ringo_fingerprint* fp, const void** slot, double* since);
+/* This rank has finished op b: it reads no slot of it any more. */
+void ringo_board_done(ringoComm_t comm, uint64_t b);
+/* Stops every rank waiting on the board with this error (ringo_comm_fail). Never blocks. */
+void ringo_board_poison(ringoComm_t comm, ringoResult_t code, const char* msg);
+
+#endif /* RINGO_BOARD_H_ */

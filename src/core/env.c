@@ -1,0 +1,93 @@
+/* env.c — every RINGO_* environment knob is read here and nowhere else, and logged at INFO.
+ * Tested by test/test_api.cc (timeouts, slice sizes) and indirectly by every multi-rank test. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "include/cuda_ring.h" /* RINGO_DEV_MAX_CHANNELS */
+
+static double env_double(const char* name, double dflt, double lo, double hi) {
+  const char* s = getenv(name);
+  if (!s || !*s) return dflt;
+  char* end = NULL;
+  double v = strtod(s, &end);
+  if (end == s || v < lo || v > hi) {
+    RINGO_WARN("ignoring %s=%s (expected a number in [%g, %g]); using %g", name, s, lo, hi, dflt);
+    return dflt;
+  }
+  return v;
+}
+
+/* Accepts plain numbers and K/M/G suffixes (powers of two). */
+static size_t env_bytes(const char* name, size_t dflt, size_t lo, size_t hi) {
+  const char* s = getenv(name);
+  if (!s || !*s) return dflt;
+  char* end = NULL;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end && (*end == 'K' || *end == 'k')) v <<= 10;
+  else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
+  else if (end && (*end == 'G' || *end == 'g')) v <<= 30;
+  if (end == s || v < lo || v > hi) {
+    if (dflt == RINGO_ONESHOT_PER_PEER || dflt == 0) /* a default the communicator picks later */
+      RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using the default", name, s, lo, hi);
+    else
+      RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using %zu", name, s, lo, hi, dflt);
+    return dflt;
+  }
+  return (size_t)v;
+}
+
+static void env_string(const char* name, char* dst, size_t cap) {
+  const char* s = getenv(name);
+  snprintf(dst, cap, "%s", s ? s : "");
+}
+
+void ringo_env_read(struct ringo_env* env) {
+  env->timeout_s = env_double("RINGO_TIMEOUT", 300.0, 0.001, 1e9);
+  /* Slots hold whole elements of any type: keep them a multiple of 64 bytes. */
+  env->slice_bytes = env_bytes("RINGO_SLICE_BYTES", 0, 256, 64 << 20) & ~(size_t)63;
+  env->nslots = (int)env_double("RINGO_NSLOTS", 4, 4, 64);
+  /* Spinning on a shared counter does not pay on the machines we measure (2-core VMs: a 4 KiB
+   * all-reduce on 2 ranks takes 100 us with 2000 polls and 3 us yielding at once — pause loops
+   * in a guest hand the core to the hypervisor), so waiters yield at once unless told to poll. */
+  env->spin = (int)env_double("RINGO_SPIN", 0, 0, 1e9);
+  /* Then yield rather than sleep for a while: a slice's wait is usually tens of microseconds, a
+   * futex wake-up in a VM about as long again (measured: N = 2, 64-256 MiB, busbw 1.7x higher
+   * against Open MPI with 200 us than with 4 yields; README, "The benchmark and the bound"). */
+  env->yield_us = env_double("RINGO_YIELD_US", 200, 0, 1e6);
+  env->cuda_enable = (int)env_double("RINGO_CUDA", 1, 0, 1);
+  env->cuda_channels = (int)env_double("RINGO_CUDA_CHANNELS", 0, 0, RINGO_DEV_MAX_CHANNELS);
+  env->cuda_slice_bytes = env_bytes("RINGO_CUDA_SLICE_BYTES", 256 << 10, 4096, 64 << 20) & ~(size_t)4095;
+  env->cuda_min_slice_bytes = env_bytes("RINGO_CUDA_MIN_SLICE_BYTES", 16 << 10, 16, 64 << 20);
+  env->cuda_window = (int)env_double("RINGO_CUDA_WINDOW", 0, 0, 64);
+  env->cuda_fence = (int)env_double("RINGO_CUDA_FENCE", 1, 0, 1);
+  env->cuda_gpu_scope = (int)env_double("RINGO_CUDA_GPU_SCOPE", -1, 0, 1); /* -1: unset (core.h) */
+  /* A phase costs a copy per chunk each way and a marker: enough phases to overlap the copies
+   * with the transfer, pieces large enough that a copy's launch cost stays small beside it. */
+  env->staged_phases = (int)env_double("RINGO_STAGED_PHASES", 8, 1, 64);
+  env->staged_piece_bytes = env_bytes("RINGO_STAGED_PIECE_BYTES", 1 << 20, 64, (size_t)1 << 40);
+  env_string("RINGO_HOSTNAME", env->hostname, sizeof env->hostname);
+  if (!env->hostname[0] && gethostname(env->hostname, sizeof env->hostname - 1) != 0)
+    snprintf(env->hostname, sizeof env->hostname, "localhost");
+  env_string("RINGO_SOCKET_IFNAME", env->socket_ifname, sizeof env->socket_ifname);
+  env_string("RINGO_COMM_ID", env->comm_id, sizeof env->comm_id);
+  env_string("RINGO_TRANSPORT", env->transport, sizeof env->transport);
+  env_string("RINGO_TRACE", env->trace_path, sizeof env->trace_path);
+  env_string("RINGO_ALGO", env->algo, sizeof env->algo);
+  if (!env->algo[0]) snprintf(env->algo, sizeof env->algo, "auto");
+  /* Unset: 4 KiB per peer (comm.c), where the one-shot and the ring cross for 2, 4 and 8 ranks on
+   * a 2-core VM (README, "Small collectives"). */
+  env->oneshot_bytes = env_bytes("RINGO_ONESHOT_BYTES", RINGO_ONESHOT_PER_PEER, 0, 1 << 20);
+  char oneshot_text[32] = "4K per other rank";
+  if (env->oneshot_bytes != RINGO_ONESHOT_PER_PEER) snprintf(oneshot_text, sizeof oneshot_text, "%zu", env->oneshot_bytes);
+  char slice_text[48] = "unset (128K on one host, 512K across hosts)";
+  if (env->slice_bytes) snprintf(slice_text, sizeof slice_text, "%zu", env->slice_bytes);
+  RINGO_INFO(RINGO_LOG_ENV,
+             "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%s RINGO_NSLOTS=%d RINGO_SPIN=%d RINGO_YIELD_US=%g RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
+             "RINGO_CUDA_SLICE_BYTES=%zu RINGO_CUDA_MIN_SLICE_BYTES=%zu RINGO_CUDA_WINDOW=%d RINGO_CUDA_FENCE=%d RINGO_CUDA_GPU_SCOPE=%d RINGO_STAGED_PHASES=%d RINGO_STAGED_PIECE_BYTES=%zu "
+             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s RINGO_ONESHOT_BYTES=%s",
+             env->timeout_s, slice_text, env->nslots, env->spin, env->yield_us, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
+             env->cuda_min_slice_bytes, env->cuda_window, env->cuda_fence, env->cuda_gpu_scope, env->staged_phases, env->staged_piece_bytes, env->hostname,
+             env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo, oneshot_text);
+}
