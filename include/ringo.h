@@ -32,17 +32,22 @@ typedef struct ringoComm* ringoComm_t;
 /** Same type as cudaStream_t; pass NULL for host-memory work. */
 typedef struct CUstream_st* ringoStream_t;
 
-typedef enum {
-  ringoSuccess = 0,
-  ringoUnhandledCudaError = 1,
-  ringoSystemError = 2,
-  ringoInternalError = 3,
-  ringoInvalidArgument = 4,
-  ringoInvalidUsage = 5,
-  ringoRemoteError = 6,
-  ringoInProgress = 7,
-  ringoTimeout = 8
-} ringoResult_t;
+/** The result codes, their values and what ringoGetErrorString says of each: one list, which makes
+ * both the enum below and the strings (src/core/core.c), so the two cannot drift apart. */
+#define RINGO_RESULT_LIST(X)                                                        \
+  X(ringoSuccess, 0, "no error")                                                    \
+  X(ringoUnhandledCudaError, 1, "unhandled cuda error")                             \
+  X(ringoSystemError, 2, "unhandled system error")                                  \
+  X(ringoInternalError, 3, "internal error")                                        \
+  X(ringoInvalidArgument, 4, "invalid argument")                                    \
+  X(ringoInvalidUsage, 5, "invalid usage")                                          \
+  X(ringoRemoteError, 6, "remote process exited or there was a network error")      \
+  X(ringoInProgress, 7, "operation in progress")                                    \
+  X(ringoTimeout, 8, "operation timed out (RINGO_TIMEOUT)")
+
+#define RINGO_RESULT_ENUM_(name, value, text) name = value,
+typedef enum { RINGO_RESULT_LIST(RINGO_RESULT_ENUM_) } ringoResult_t;
+#undef RINGO_RESULT_ENUM_
 
 typedef enum {
   ringoInt8 = 0, ringoUint8 = 1, ringoInt32 = 2, ringoUint32 = 3, ringoInt64 = 4,
@@ -93,6 +98,11 @@ RINGO_API ringoResult_t ringoCommUserRank(const ringoComm_t comm, int* rank);
 /** CUDA device of comm, -1 for a host communicator.
  * @return ringoSuccess; ringoInvalidArgument on NULL comm or device. */
 RINGO_API ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device);
+/** How many ranks of comm this process drives on comm's CUDA device (1 for one rank per process;
+ * 0 for a host communicator or one whose CUDA path is unavailable). A caller sharing streams among
+ * them must not use the legacy default stream.
+ * @return ringoSuccess; ringoInvalidArgument on NULL comm or nlocal. */
+RINGO_API ringoResult_t ringoCommLocalRanks(const ringoComm_t comm, int* nlocal);
 /** The error that ended asynchronous work on comm, ringoSuccess if none.
  * @return ringoSuccess; ringoInvalidArgument on NULL comm or asyncError. */
 RINGO_API ringoResult_t ringoCommGetAsyncError(ringoComm_t comm, ringoResult_t* asyncError);

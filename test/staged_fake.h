@@ -166,7 +166,7 @@ struct Stager {
   }
 };
 
-// What ringo_coll_run does for a device op whose ring leaves the host, on the fake stream.
+// What the door (api/group.c) does for a device op whose ring leaves the host, on the fake stream.
 inline ringoResult_t Launch(Stager& s, ringoComm_t comm, ringo_coll coll, const void* in, void* out, size_t count,
                      ringoDataType_t type, ringoRedOp_t redop, int root) {
   return ringo_staged_launch_call(comm, coll, in, out, count, type, redop, root, &s.stage, &s.ops);

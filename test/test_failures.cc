@@ -57,7 +57,7 @@ struct RendezvousShim {
   ringoResult_t (*allgather)(void* ctx, const void* mine, size_t bytes, void* all);
   ringoResult_t (*barrier)(void* ctx);
 };
-ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const RendezvousShim* rv, void* tctx,
+ringoResult_t ringo_lifecycle_create(ringoComm_t* out, int nranks, int rank, const RendezvousShim* rv, void* tctx,
                                 void (*tctx_free)(void*));
 }
 
@@ -90,7 +90,7 @@ TEST(Failures, ForgedSliceSizeFromAPeerIsRefused) {
     ForgedInfo forged{offsetof(RankInfoShim, slice_bytes), 8, slice};
     const RendezvousShim rv = {&forged, ForgedInfo::Allgather, ForgedInfo::Barrier};
     ringoComm_t comm = nullptr;
-    EXPECT_EQ(ringo_comm_create(&comm, 2, 0, &rv, nullptr, nullptr), ringoRemoteError) << slice;
+    EXPECT_EQ(ringo_lifecycle_create(&comm, 2, 0, &rv, nullptr, nullptr), ringoRemoteError) << slice;
     ASSERT_EQ(forged.info_bytes, sizeof(RankInfoShim)) << "struct ringo_rank_info changed: update RankInfoShim";
     EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("rank 1 reports a slice of"), std::string::npos)
         << slice << ": " << ringoGetLastError(nullptr);
@@ -108,7 +108,7 @@ TEST(Failures, ForgedOrUnevenAlgoFromAPeerIsRefused) {
     ForgedInfo forged{offsetof(RankInfoShim, algo), 4, static_cast<uint32_t>(code)};
     const RendezvousShim rv = {&forged, ForgedInfo::Allgather, ForgedInfo::Barrier};
     ringoComm_t comm = nullptr;
-    EXPECT_NE(ringo_comm_create(&comm, 2, 0, &rv, nullptr, nullptr), ringoSuccess) << code;
+    EXPECT_NE(ringo_lifecycle_create(&comm, 2, 0, &rv, nullptr, nullptr), ringoSuccess) << code;
     ASSERT_EQ(forged.info_bytes, sizeof(RankInfoShim)) << "struct ringo_rank_info changed: update RankInfoShim";
     EXPECT_NE(std::string(ringoGetLastError(nullptr)).find(says), std::string::npos)
         << code << ": " << ringoGetLastError(nullptr);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
 #include "sched/model.h"
 
 static void usage(FILE* f) {
@@ -26,7 +25,7 @@ static void usage(FILE* f) {
 /* One parse error ends the program with the library's message. */
 static void check(ringoResult_t res) {
   if (res == ringoSuccess) return;
-  fprintf(stderr, "ringo-model: %s\n", ringo_thread_last_error());
+  fprintf(stderr, "ringo-model: %s\n", ringoGetLastError(NULL));
   exit(2);
 }
 

@@ -1,12 +1,19 @@
-/* group.c — ringoGroupStart/End: communicator inits, collectives, sends and receives a thread calls
+/* group.c — the one door: every public call's op comes here (ringo_group_submit), is checked, and
+ * is queued (inside ringoGroupStart/End) or run now as a group of one; host or device is decided
+ * here once. Communicator inits, collectives, sends and receives a thread calls
  * inside a group are queued and run at ringoGroupEnd — inits first, then the operations, one thread
  * per communicator — so one thread can create and drive every rank of a clique, as with NCCL.
  * Tested by test/test_collectives.cc (group mode), test_p2p.cc and test_api.cc. */
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "comm/comm.h"
+#include "api/group.h"
+
+#include "api/check.h"
+#include "api/lifecycle.h"
 #include "device/device.h"
+#include "engine/select.h"
+#include "engine/p2p.h"
 
 struct queued_init {
   ringoComm_t comm;
@@ -32,9 +39,111 @@ static int reserve(void** array, size_t* cap, size_t n, size_t elem) {
   return 1;
 }
 
-int ringo_group_active(void) { return group_depth > 0; }
+/* ---- the door: run now as a group of one, host or device decided once ---- */
 
-int ringo_group_enqueue(const struct ringo_op* op, ringoResult_t* res) {
+/* A collective of a group of one, or one of a group's: host or device decided here, once. Records
+ * its own errors in the communicator. */
+static ringoResult_t run_coll(const struct ringo_op* in_op) {
+  struct ringo_op op = *in_op;
+  const ringoComm_t comm = op.comm;
+  ringoResult_t res = ringo_comm_check_usable(comm, ringo_op_coll_name(op.coll));
+  if (res != ringoSuccess) return ringo_comm_record(comm, res);
+  op.seq = comm->seq++;
+  if (ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_COLL)) {
+    char fp[160];
+    ringo_op_describe(&op, fp, sizeof fp);
+    RINGO_INFO(RINGO_LOG_COLL, "rank %d: %s", comm->rank, fp);
+  }
+  atomic_fetch_add(&comm->inflight, 1);
+  if (op.device) { /* enqueued on the stream: returns at once */
+    res = ringo_device_launch(&op);
+    /* Joined even after a failure: what was queued before it may still touch the buffers. */
+    if (!op.defer_join) {
+      const ringoResult_t joined = ringo_device_join(&op);
+      if (res == ringoSuccess) res = joined;
+    }
+  }
+  else {
+    res = ringo_device_quiesce(comm); /* the proxy drives the same links from its thread */
+    if (res == ringoSuccess) res = ringo_select_run(&op);
+  }
+  if (res == ringoSuccess) {
+    atomic_fetch_add_explicit(&comm->collectives, 1, memory_order_relaxed);
+  } else {
+    ringo_comm_fail(comm, res); /* the FIFOs are out of step now: no further collective */
+  }
+  /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
+  atomic_fetch_sub(&comm->inflight, 1);
+  return res;
+}
+
+
+/* n sends and receives of comm on host memory, on the calling thread. */
+static ringoResult_t run_p2p_host(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+  ringoResult_t res = ringo_comm_check_usable(comm, ringo_p2p_name(ops[0]));
+  if (res != ringoSuccess) return ringo_comm_record(comm, res);
+  atomic_fetch_add(&comm->inflight, 1);
+  /* The proxy of device sends and receives drives the same links from its own thread. */
+  res = ringo_device_quiesce(comm);
+  if (res != ringoSuccess) ringo_comm_fail(comm, res);
+  else res = ringo_p2p_run(comm, ops, n, NULL); /* records its errors */
+  atomic_fetch_sub(&comm->inflight, 1);
+  return res;
+}
+
+/* n device sends and receives of comm, enqueued as one batch on ringo's stream (device.c); with
+ * join, each op's stream then waits for it. Records its errors in the communicator. */
+static ringoResult_t run_p2p_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join) {
+  ringoResult_t res = ringo_comm_check_usable(comm, ringo_p2p_name(ops[0]));
+  if (res != ringoSuccess) return ringo_comm_record(comm, res);
+  atomic_fetch_add(&comm->inflight, 1);
+  res = ringo_device_p2p_launch(comm, ops, n);
+  /* Joined even after a failure: copies already queued may still write the receive buffers. */
+  for (size_t i = 0; join && i < n; i++) {
+    const ringoResult_t r = ringo_device_join(ops[i]);
+    if (res == ringoSuccess) res = r;
+  }
+  if (res != ringoSuccess) ringo_comm_fail(comm, res); /* a half-enqueued batch leaves the links out of step */
+  atomic_fetch_sub(&comm->inflight, 1);
+  return res;
+}
+
+/* A send or receive outside a group, or on entering one. */
+static int enqueue(const struct ringo_op* op, ringoResult_t* res);
+
+static ringoResult_t submit_p2p(struct ringo_op op) {
+  const ringoComm_t comm = op.comm;
+  const char* name = ringo_p2p_name(&op);
+  ringoResult_t res;
+  /* An empty message moves nothing at either end (the engine skips it too): queueing it would
+   * only make a group wait, e.g. for the communicator's device work before a host batch. A
+   * communicator in error still says so, as a collective of count 0 does. */
+  if (op.count == 0 && atomic_load(&comm->error) != ringoSuccess)
+    return ringo_comm_record(comm, ringo_comm_check_usable(comm, name));
+  if (op.count == 0) return ringoSuccess;
+  if (enqueue(&op, &res)) return ringo_comm_record(comm, res);
+  /* Caught before anything moves, so the communicator stays usable. */
+  if (op.peer == comm->rank)
+    return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "%s: rank %d %s itself outside a group; put the "
+                                              "ringoSend and the ringoRecv in one ringoGroupStart/End", name,
+                                              comm->rank, op.kind == RINGO_KIND_SEND ? "sends to" : "receives from"));
+  const struct ringo_op* one = &op;
+  if (op.device) return run_p2p_device(comm, &one, 1, 1);
+  return run_p2p_host(comm, &one, 1);
+}
+
+
+ringoResult_t ringo_group_submit(struct ringo_op op) {
+  ringo_thread_clear_error();
+  ringoResult_t res = ringo_check_op(&op, group_depth > 0);
+  if (res != ringoSuccess) return ringo_comm_record(op.comm, res);
+  if (op.kind != RINGO_KIND_COLL) return submit_p2p(op);
+  if (enqueue(&op, &res)) return ringo_comm_record(op.comm, res);
+  return run_coll(&op); /* records its own errors: comm may be gone (aborted) once it returns */
+}
+
+/* Queues op when this thread is inside ringoGroupStart/End; returns 1 if it was queued. */
+static int enqueue(const struct ringo_op* op, ringoResult_t* res) {
   if (group_depth == 0) return 0;
   if (!reserve((void**)&queued, &capacity, nqueued, sizeof *queued)) {
     *res = ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory queueing %zu operations", nqueued + 1);
@@ -45,15 +154,12 @@ int ringo_group_enqueue(const struct ringo_op* op, ringoResult_t* res) {
   return 1;
 }
 
-int ringo_group_enqueue_init(ringoComm_t comm, const ringoUniqueId* id, ringoResult_t* res) {
-  if (group_depth == 0) return 0;
-  if (!reserve((void**)&inits, &inits_capacity, ninits, sizeof *inits)) {
-    *res = ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory queueing an init in a group");
-    return 1;
-  }
+ringoResult_t ringo_group_submit_init(ringoComm_t comm, const ringoUniqueId* id) {
+  if (group_depth == 0) return ringo_lifecycle_init_tcp(comm, id);
+  if (!reserve((void**)&inits, &inits_capacity, ninits, sizeof *inits))
+    return ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory queueing an init in a group");
   inits[ninits++] = (struct queued_init){comm, *id, ringo_device_current(), ringoSuccess};
-  *res = ringoSuccess;
-  return 1;
+  return ringoSuccess;
 }
 
 ringoResult_t ringoGroupStart(void) {
@@ -89,7 +195,7 @@ static ringoResult_t run_parallel(void* (*job)(void*), void* args, size_t elem, 
 static void* run_init(void* arg) {
   struct queued_init* q = arg;
   q->res = q->dev >= 0 ? ringo_device_select(q->dev) : ringoSuccess;
-  if (q->res == ringoSuccess) q->res = ringo_comm_init_tcp(q->comm, &q->id); /* leaves comm in error on failure */
+  if (q->res == ringoSuccess) q->res = ringo_lifecycle_init_tcp(q->comm, &q->id); /* leaves comm in error on failure */
   else ringo_comm_fail(q->comm, q->res);
   return NULL;
 }
@@ -132,9 +238,9 @@ static void* run_comm_job(void* arg) {
       job->batch[nbatch++] = op;
       continue;
     }
-    if (nbatch) job->res = ringo_p2p_run(job->comm, job->batch, nbatch); /* records its errors */
+    if (nbatch) job->res = run_p2p_host(job->comm, job->batch, nbatch); /* records its errors */
     nbatch = 0;
-    if (op && job->res == ringoSuccess) job->res = ringo_coll_run(op);
+    if (op && job->res == ringoSuccess) job->res = run_coll(op);
   }
   return NULL;
 }
@@ -156,7 +262,7 @@ static ringoResult_t launch_p2p_batch(struct ringo_op* ops, size_t nops, size_t 
   }
   /* Records its errors in the communicator; the ops stay to be joined even after a failure, since
    * copies already queued may still write their receive buffers. */
-  return ringo_p2p_run_device(comm, batch, n, 0);
+  return run_p2p_device(comm, batch, n, 0);
 }
 
 /* Device operations only enqueue, so the calling thread does them all: first every launch, then
@@ -176,7 +282,7 @@ static ringoResult_t run_device_ops(struct ringo_op* ops, size_t nops) {
     ringoResult_t r;
     if (ops[i].kind == RINGO_KIND_COLL) {
       ops[i].defer_join = 1; /* joined even if it fails: part of it may be queued */
-      r = ringo_coll_run(&ops[i]); /* records its errors in the communicator */
+      r = run_coll(&ops[i]); /* records its errors in the communicator */
     } else {
       r = launch_p2p_batch(ops, nops, i, taken, batch);
     }

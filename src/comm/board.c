@@ -12,6 +12,9 @@
 
 #include "comm/board.h"
 
+#include "core/wait.h"
+#include "transport/segment.h"
+
 /* The segment (every offset computed here from nranks and the capacity, never read from it):
  *
  *   struct board_header   magic; the bell and its sleepers; the poison
@@ -55,20 +58,20 @@ struct ringo_board {
   unsigned char* data;
 };
 
-static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+static size_t board_round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 static size_t fingerprints_off(int n) {
-  return round_up(sizeof(struct board_header), BOARD_LINE) + (size_t)n * sizeof(struct board_rank);
+  return board_round_up(sizeof(struct board_header), BOARD_LINE) + (size_t)n * sizeof(struct board_rank);
 }
 static size_t data_off(int n) { return fingerprints_off(n) + (size_t)n * 2 * RINGO_FINGERPRINT_BYTES; }
 static size_t board_bytes(int n, size_t capacity) {
-  return round_up(data_off(n) + 2 * (size_t)n * round_up(capacity, BOARD_LINE), 4096);
+  return board_round_up(data_off(n) + 2 * (size_t)n * board_round_up(capacity, BOARD_LINE), 4096);
 }
 
 static void lay_out(struct ringo_board* bd, void* base) {
   bd->base = base;
   bd->hdr = base;
-  bd->ranks = (struct board_rank*)((char*)base + round_up(sizeof(struct board_header), BOARD_LINE));
+  bd->ranks = (struct board_rank*)((char*)base + board_round_up(sizeof(struct board_header), BOARD_LINE));
   bd->fingerprints = (unsigned char*)base + fingerprints_off(bd->nranks);
   bd->data = (unsigned char*)base + data_off(bd->nranks);
 }
@@ -101,7 +104,7 @@ static size_t agreed_capacity(const ringoComm_t comm) {
 
 /* Rank 0 makes the segment; "" when it could not (its reason logged). */
 static void create_board(const ringoComm_t comm, size_t bytes, size_t cap, char name[64], void** base) {
-  if (ringo_shm_segment_create(bytes, name, base) != ringoSuccess) {
+  if (ringo_segment_create(bytes, name, base) != ringoSuccess) {
     RINGO_WARN("rank 0: no one-shot board, small collectives run on the ring: %s", ringo_thread_last_error());
     ringo_thread_clear_error();
     name[0] = '\0';
@@ -115,7 +118,7 @@ static void create_board(const ringoComm_t comm, size_t bytes, size_t cap, char 
 
 /* Another rank maps rank 0's segment and checks it is this communicator's; 0 when it cannot. */
 static int attach_board(const ringoComm_t comm, const char* name, size_t bytes, size_t cap, void** base) {
-  if (ringo_shm_segment_attach(name, bytes, base) == ringoSuccess) {
+  if (ringo_segment_attach(name, bytes, base) == ringoSuccess) {
     const struct board_header* h = *base;
     if (h->magic == BOARD_MAGIC && h->nranks == (uint32_t)comm->nranks && h->capacity == cap) return 1;
     ringo_fail(ringoRemoteError, "the segment does not match this communicator");
@@ -163,7 +166,7 @@ ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous*
   if (res == ringoSuccess && ok) {
     bd->bytes = bytes;
     bd->capacity = cap;
-    bd->stride = round_up(cap, BOARD_LINE);
+    bd->stride = board_round_up(cap, BOARD_LINE);
     bd->nranks = comm->nranks;
     lay_out(bd, base);
     comm->board = bd;
@@ -213,7 +216,7 @@ static int reached(const struct board_wait* w, memory_order order) {
 }
 
 /* The error another rank poisoned the board with. */
-static ringoResult_t poison_error(struct board_header* h) {
+static ringoResult_t board_poison_error(struct board_header* h) {
   char msg[RINGO_POISON_MSG_BYTES];
   memcpy(msg, h->poison_msg, sizeof msg);
   msg[sizeof msg - 1] = '\0'; /* another process wrote it: never trust it to be terminated */
@@ -223,26 +226,24 @@ static ringoResult_t poison_error(struct board_header* h) {
 }
 
 /* Everything that ends a wait other than the awaited rank: poison, abort, deadline, a dead process. */
-static ringoResult_t check_wait(const ringoComm_t comm, const struct board_wait* w, double now, double start,
-                                double* next_alive) {
+static ringoResult_t board_check_wait(const ringoComm_t comm, const struct board_wait* w, struct ringo_waiter* wt,
+                                      double now) {
   struct board_header* h = comm->board->hdr;
-  if (atomic_load_explicit(&h->poisoned, memory_order_acquire) == 1) return poison_error(h);
-  const int aborted = atomic_load_explicit(&comm->abort_flag, memory_order_relaxed) != 0;
-  const int late = now - start >= comm->env.timeout_s;
+  if (atomic_load_explicit(&h->poisoned, memory_order_acquire) == 1) return board_poison_error(h);
+  const enum ringo_wait_end end = ringo_waiter_check(wt, now);
   int pid = 0;
-  if (!aborted && !late && now >= *next_alive) {
-    *next_alive = now + BOARD_LIVENESS_S;
+  if (end == RINGO_WAIT_GO_ON && ringo_waiter_liveness_due(wt, now)) {
     pid = comm->info[w->r].pid;
     /* It may have moved its counter just before it left: that still counts. */
-    if (pid == getpid() || !ringo_shm_pid_gone(pid) || reached(w, memory_order_acquire)) pid = 0;
+    if (pid == getpid() || !ringo_wait_pid_gone(pid) || reached(w, memory_order_acquire)) pid = 0;
   }
-  if (!aborted && !late && !pid) return ringoSuccess;
+  if (end == RINGO_WAIT_GO_ON && !pid) return ringoSuccess;
   char what[160];
-  ringo_coll_describe(w->op, what, sizeof what);
-  if (aborted)
+  ringo_op_describe(w->op, what, sizeof what);
+  if (end == RINGO_WAIT_ABORTED)
     return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting for rank %d to %s %s", comm->rank,
                       w->r, w->awaited, what);
-  if (late)
+  if (end == RINGO_WAIT_TIMED_OUT)
     return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s %s (one-shot board)",
                       comm->rank, comm->env.timeout_s, w->r, w->awaited, what);
   return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to %s %s", w->r, pid,
@@ -259,27 +260,27 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
   for (int i = 0; i < BOARD_POLLS + comm->env.spin; i++)
     if (reached(w, memory_order_acquire)) return ringoSuccess;
   struct board_header* h = comm->board->hdr;
-  const double begun = ringo_now(), yield_s = comm->env.yield_us * 1e-6;
+  const double begun = ringo_now();
   if (*w->since == 0) *w->since = begun;
-  const double start = *w->since; /* the deadline is the call's, however many ranks it waits for */
-  double next_alive = begun + BOARD_LIVENESS_S;
-  for (int round = 0;; round++) {
+  /* The deadline is the call's, however many ranks it waits for. At MPI_THREAD_MULTIPLE another
+   * communicator's MPI sends may be what a peer waits for: shared turns. */
+  const struct ringo_wait_policy policy = {
+      .timeout_s = comm->env.timeout_s, .since = *w->since, .abort_flag = &comm->abort_flag, .min_yields = 4,
+      .yield_s = comm->env.yield_us * 1e-6, .sleep_ns = BOARD_SLEEP_NS, .net_sleep_ns = BOARD_NET_SLEEP_NS,
+      .liveness_s = BOARD_LIVENESS_S, .net = RINGO_WAIT_NET_SHARED};
+  struct ringo_waiter wt;
+  ringo_waiter_start(&wt, &policy, begun);
+  for (;;) {
     if (reached(w, memory_order_acquire)) return ringoSuccess;
     const double now = ringo_now();
-    RINGO_CHECK(check_wait(comm, w, now, start, &next_alive));
-    ringo_net_progress(0); /* at MPI_THREAD_MULTIPLE: another communicator's MPI sends may be what a peer waits for */
-    if ((round < 4 || now - begun < yield_s) && ringo_yield()) continue;
+    RINGO_CHECK(board_check_wait(comm, w, &wt, now));
+    if (ringo_waiter_yield(&wt, now)) continue;
     atomic_fetch_add_explicit(&h->sleepers, 1, memory_order_seq_cst);
     const uint32_t v = atomic_load_explicit(&h->bell, memory_order_seq_cst);
     /* Sequentially consistent, as the ringer's store and its look at the sleepers are: an acquire
      * load here could still miss a store the ringer made before it saw no sleeper. */
-    if (!reached(w, memory_order_seq_cst) && atomic_load_explicit(&h->poisoned, memory_order_seq_cst) != 1) {
-      const double left = start + comm->env.timeout_s - now;
-      const long nap = ringo_net_waiting(0) ? BOARD_NET_SLEEP_NS : BOARD_SLEEP_NS;
-      const long ns = left < nap * 1e-9 ? (long)(left * 1e9) + 1 : nap;
-      const struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
-      syscall(SYS_futex, (void*)&h->bell, FUTEX_WAIT, v, &ts, NULL, 0);
-    }
+    if (!reached(w, memory_order_seq_cst) && atomic_load_explicit(&h->poisoned, memory_order_seq_cst) != 1)
+      ringo_waiter_futex(&wt, now, &h->bell, v);
     atomic_fetch_sub_explicit(&h->sleepers, 1, memory_order_seq_cst);
   }
 }
@@ -289,7 +290,7 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
 ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot, double* since) {
   struct ringo_board* bd = comm->board;
   /* A rank that failed stops everyone: also a rank whose peers are all there already. */
-  if (atomic_load_explicit(&bd->hdr->poisoned, memory_order_acquire) == 1) return poison_error(bd->hdr);
+  if (atomic_load_explicit(&bd->hdr->poisoned, memory_order_acquire) == 1) return board_poison_error(bd->hdr);
   if (b >= 2) { /* op b - 2 used this side last: every rank must have finished it */
     for (int r = 0; r < comm->nranks; r++) {
       if (r == comm->rank) continue;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
+#include "comm/op.h"
 
 /* Every host collective of a communicator with a board is a board op, numbered b = 0, 1, ...
  * in call order on every rank. Op b uses side b % 2 of the board: each rank's fingerprint slot and

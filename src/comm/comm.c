@@ -1,5 +1,5 @@
-/* comm.c — communicator life cycle: rendezvous, ring order, links, queries, last-error messages.
- * Uses bootstrap.c for the rendezvous and one transport per link. Tested by test/test_api.cc and
+/* comm.c — the communicator: what ranks agree on at init (ring order, slot sizes, algorithm), its
+ * links (one transport each), the mailbox and board beside them, failure and poison, last errors. Tested by test/test_api.cc and
  * every multi-rank suite (test/test_collectives.cc). */
 #include "comm/comm.h"
 
@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "comm/board.h"
+#include "comm/mailbox.h"
+#include "comm/links.h"
 #include "boot/bootstrap.h"
-#include "device/device.h"
-#include "engine/trace.h"
 
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res) {
   if (res == ringoSuccess || !comm) return res;
@@ -27,17 +27,6 @@ ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res) {
 
 const char* ringo_comm_last_error(ringoComm_t comm) {
   return comm->last_error[atomic_load_explicit(&comm->last_slot, memory_order_acquire)];
-}
-
-ringoResult_t ringoGetVersion(int* version) {
-  if (!version) return ringo_fail(ringoInvalidArgument, "ringoGetVersion: version is NULL");
-  *version = RINGO_VERSION_CODE;
-  return ringoSuccess;
-}
-
-ringoResult_t ringoGetUniqueId(ringoUniqueId* id) {
-  if (!id) return ringo_fail(ringoInvalidArgument, "ringoGetUniqueId: id is NULL");
-  return ringo_bootstrap_root_start(id);
 }
 
 /* Ranks of one host sit next to each other (hosts in order of their lowest rank, ranks in order
@@ -55,66 +44,11 @@ static void order_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
   comm->pos = comm->pos_of[comm->rank];
 }
 
-/* The one place a link's transport is chosen: peers on one host share memory (shm), peers on
- * different hosts talk MPI; RINGO_TRANSPORT=shm|mpi forces one kind for every link. */
-ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const struct ringo_transport** tp) {
-  const struct ringo_rank_info *self = &comm->info[comm->rank], *other = &comm->info[peer];
-  const char* forced = comm->env.transport;
-  int same_host = strcmp(self->host, other->host) == 0;
-  if (forced[0] && strcmp(forced, "shm") != 0 && strcmp(forced, "mpi") != 0)
-    return ringo_fail(ringoInvalidArgument, "RINGO_TRANSPORT=%s: expected shm or mpi", forced);
-  int want_mpi = forced[0] ? strcmp(forced, "mpi") == 0 : !same_host;
-  if (!want_mpi) {
-    *tp = &ringo_transport_shm;
-    return ringoSuccess;
-  }
-#ifdef RINGO_HAVE_MPI
-  if (comm->tctx) {
-    *tp = &ringo_transport_mpi;
-    return ringoSuccess;
-  }
-#endif
-  return ringo_fail(ringoInvalidUsage, "rank %d (host %s) and rank %d (host %s) need an MPI link, but this "
-                    "communicator has no MPI: create it with ringoCommInitMPI (library built with MPI)",
-                    self->rank, self->host, other->rank, other->host);
-}
-
 /* 1 when the ranks of comm's rank infos are on more than one host. */
 static int spans_hosts(const ringoComm_t comm) {
   for (int r = 1; r < comm->nranks; r++)
     if (strcmp(comm->info[r].host, comm->info[0].host) != 0) return 1;
   return 0;
-}
-
-/* A two-level collective posts a mark on the ring link to the next rank (collectives.c, run_two_level_marked):
- * a next rank that called another collective names the mismatch there and poisons its links, but
- * this rank waits on its two-level links, whose peers may be blocked on it and fail no one. So those
- * waits also watch the ring link to the next rank (only the collective's thread waits on them). */
-static ringoResult_t ring_next_poisoned(void* ctx) {
-  const ringoComm_t comm = ctx;
-  const struct ringo_conn* next = &comm->send;
-  if (!next->link || !next->tp->peer_poisoned) return ringoSuccess;
-  const ringoResult_t res = next->tp->peer_poisoned(next->link);
-  if (res == ringoSuccess) return res;
-  return ringo_annotate(res, "%s [seen by rank %d on its ring link to rank %d while on the two-level ring]",
-                        ringo_thread_last_error(), comm->rank, next->peer);
-}
-
-void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
-  /* A gather link carries one message per collective, and a rank runs at most one collective ahead
-   * of a peer before it waits for it: two slots (connect_gather sizes them for their round). */
-  const int gather = channel == RINGO_CHANNEL_GATHER;
-  *p = (struct ringo_link_params){.slot_bytes = comm->slot_bytes, .nslots = gather ? 2 : comm->env.nslots,
-                                  .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
-                                  .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6,
-                                  .self_rank = comm->rank, .peer_rank = peer,
-                                  .ctx = comm->tctx, .channel = channel, .net_turns = ringo_comm_net_turns(comm),
-                                  .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0
-                                                  ? comm->info[peer].pid : 0};
-  if (channel == RINGO_CHANNEL_HOST_RING || channel == RINGO_CHANNEL_NET_RING) {
-    p->interrupt = ring_next_poisoned;
-    p->interrupt_ctx = comm;
-  }
 }
 
 static void log_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
@@ -185,7 +119,7 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
 }
 
 /* The ring: a link from the previous position and one to the next. */
-static ringoResult_t connect_ring(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+ringoResult_t ringo_comm_connect_ring(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   const int next = comm->ring[(comm->pos + 1) % comm->nranks];
   const int prev = comm->ring[(comm->pos + comm->nranks - 1) % comm->nranks];
   const struct link_plan plans[2] = {{prev, comm->rank, 0, &comm->recv}, {comm->rank, next, 0, &comm->send}};
@@ -197,7 +131,8 @@ static ringoResult_t connect_ring(ringoComm_t comm, const struct ringo_rendezvou
 
 /* RINGO_ALGO=naive: the star a gather-to-root-and-broadcast baseline needs, rank 0 in the middle.
  * Rank 0 publishes the link from rank r in its slot r; rank r publishes the link from 0 in slot 0. */
-static ringoResult_t connect_star(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+ringoResult_t ringo_comm_connect_star(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+  if (comm->algo != RINGO_ALGO_NAIVE) return ringoSuccess; /* only RINGO_ALGO=naive runs over the star */
   const int n = comm->nranks, me = comm->rank;
   if ((size_t)n * RINGO_LINK_INFO_BYTES > RINGO_BOOTSTRAP_MAX_BYTES)
     return ringo_fail(ringoInvalidUsage, "RINGO_ALGO=naive supports at most %d ranks",
@@ -222,13 +157,13 @@ static ringoResult_t connect_star(ringoComm_t comm, const struct ringo_rendezvou
 /* Under RINGO_ALGO=auto, a communicator that leaves the host runs its small all-reduces on the gather
  * path: links to the ring positions 2^k away, made here. Its threshold is the smallest any rank allows
  * (as the board's), cut so one message stays within RINGO_SLICE_ACROSS_HOSTS and the links small. */
-static ringoResult_t connect_gather(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+ringoResult_t ringo_comm_connect_gather(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   const int n = comm->nranks;
   uint64_t allowed = UINT64_MAX;
   for (int r = 0; r < n; r++) allowed = comm->info[r].oneshot_bytes < allowed ? comm->info[r].oneshot_bytes : allowed;
   const size_t cap = RINGO_SLICE_ACROSS_HOSTS / (size_t)ringo_gather_max_blocks(n) & ~(size_t)63;
   comm->gather_bytes = allowed < cap ? (size_t)allowed : cap;
-  if (comm->gather_bytes == 0 || !ringo_comm_net_turns(comm) || comm->algo_naive) {
+  if (comm->gather_bytes == 0 || !ringo_comm_net_turns(comm) || comm->algo == RINGO_ALGO_NAIVE) {
     comm->gather_bytes = 0;
     return ringoSuccess;
   }
@@ -271,7 +206,8 @@ static int ranks_per_host(const ringoComm_t comm) {
 
 /* The two-level ring's links (comm.h): around the host, from and to the ring's neighbours within the
  * host block; across hosts, from and to the rank at the same place of the previous and next block. */
-static ringoResult_t connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv, size_t host_slot) {
+ringoResult_t ringo_comm_connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+  const size_t host_slot = comm->host_slot_bytes;
   const int n = comm->nranks, per = ranks_per_host(comm);
   int every_auto = 1; /* from the rank infos, so every rank makes the same links */
   for (int r = 0; r < n; r++) every_auto &= comm->info[r].algo == RINGO_ALGO_AUTO;
@@ -317,18 +253,8 @@ static void conn_close(struct ringo_conn* c, void* unused) {
 
 void ringo_comm_free(ringoComm_t comm) {
   if (!comm) return;
-  /* The proxy runs host work over the links for queued device work: nothing may close under it. */
-  if (!ringo_device_drain(comm)) {
-    RINGO_WARN("rank %d: device work still queued after %.0f s without progress; the communicator is left "
-               "allocated", comm->rank, comm->env.timeout_s);
-    return;
-  }
-  /* The proxy goes first (device.c): it may be running host work over the links closed below. */
-  if (!ringo_device_free(comm)) return;
-  if (comm->trace && ringo_trace_close(comm->trace) != ringoSuccess)
-    RINGO_WARN("rank %d: could not write RINGO_TRACE=%s: %s", comm->rank, comm->env.trace_path, ringo_thread_last_error());
   each_coll_link(comm, conn_close, NULL);
-  ringo_p2p_free(comm);
+  ringo_mailbox_free(comm);
   ringo_board_free(comm);
   free(comm->star_to);
   free(comm->star_from);
@@ -353,7 +279,7 @@ static void conn_poison(struct ringo_conn* c, void* arg) {
 /* Puts comm in error for good, keeping the message that says why. Failures can come from several
  * threads at once (the caller's, the proxy of staged collectives and device sends):
  * the first one's code and message stay, written before the code is published. */
-static void set_error(ringoComm_t comm, ringoResult_t res) {
+void ringo_comm_set_error(ringoComm_t comm, ringoResult_t res) {
   ringo_comm_record(comm, res);
   int first = 0;
   if (!atomic_compare_exchange_strong(&comm->failing, &first, 1)) return;
@@ -362,7 +288,7 @@ static void set_error(ringoComm_t comm, ringoResult_t res) {
 }
 
 void ringo_comm_fail(ringoComm_t comm, ringoResult_t res) {
-  set_error(comm, res);
+  ringo_comm_set_error(comm, res);
   char msg[RINGO_POISON_MSG_BYTES];
   snprintf(msg, sizeof msg, "%s", ringo_thread_last_error());
   struct poison why = {res, msg};
@@ -402,7 +328,7 @@ ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what) {
  * algorithm is forced or every link must go over MPI. */
 static uint64_t oneshot_allowed(const ringoComm_t comm) {
   const int shm_ok = !comm->env.transport[0] || strcmp(comm->env.transport, "shm") == 0;
-  if (strcmp(comm->env.algo, "auto") != 0 || !shm_ok) return 0;
+  if (comm->algo != RINGO_ALGO_AUTO || !shm_ok) return 0;
   if (comm->env.oneshot_bytes != RINGO_ONESHOT_PER_PEER) return comm->env.oneshot_bytes;
   /* At most 64 KiB, where the ring wins from 8 ranks on (README): the board is 2·N times it. */
   const uint64_t per_peer = (uint64_t)4096 * (uint64_t)(comm->nranks - 1);
@@ -449,9 +375,8 @@ static ringoResult_t agreed_naive(const ringoComm_t comm) {
   return ringoSuccess;
 }
 
-static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  const int32_t algo = comm->algo_naive ? RINGO_ALGO_NAIVE
-                       : strcmp(comm->env.algo, "ring") == 0 ? RINGO_ALGO_RING : RINGO_ALGO_AUTO;
+ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
+  const int32_t algo = comm->algo;
   struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank, .oneshot_bytes = oneshot_allowed(comm),
                                  .slice_bytes = comm->env.slice_bytes, .algo = algo};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
@@ -465,18 +390,12 @@ static ringoResult_t comm_setup(ringoComm_t comm, const struct ringo_rendezvous*
   order_ring(comm, comm->info);
   comm->spans_hosts = spans_hosts(comm);
   RINGO_CHECK(agreed_naive(comm));
-  size_t host_slot = 0;
-  RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes, &host_slot));
-  if (comm->nranks > 1) RINGO_CHECK(connect_ring(comm, rv));
-  if (comm->nranks > 1 && comm->algo_naive) RINGO_CHECK(connect_star(comm, rv));
-  if (comm->nranks > 1) RINGO_CHECK(connect_gather(comm, rv));
-  if (comm->nranks > 1) RINGO_CHECK(connect_two_level(comm, rv, host_slot));
-  RINGO_CHECK(ringo_p2p_setup(comm, rv));
-  RINGO_CHECK(ringo_board_setup(comm, rv));
-  RINGO_CHECK(ringo_device_setup(comm, rv));
-  log_ring(comm, comm->info);
-  return ringoSuccess;
+  RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes, &comm->host_slot_bytes));
+  /* The algorithms' links come next, from engine/select.c's table. */
+  return ringo_mailbox_setup(comm, rv);
 }
+
+void ringo_comm_log_ring(const ringoComm_t comm) { log_ring(comm, comm->info); }
 
 ringoComm_t ringo_comm_alloc(int nranks, int rank) {
   ringoComm_t comm = calloc(1, sizeof *comm);
@@ -487,184 +406,11 @@ ringoComm_t ringo_comm_alloc(int nranks, int rank) {
   ringo_env_read(&comm->env);
   /* Until the ranks agree on it in comm_setup: what this rank asked for, or the one-host default. */
   comm->slot_bytes = comm->env.slice_bytes ? comm->env.slice_bytes : RINGO_SLICE_ONE_HOST;
-  comm->algo_naive = strcmp(comm->env.algo, "naive") == 0;
+  /* RINGO_ALGO's one reading: what the ranks agree on at init and the engine's table obeys. */
+  comm->algo = strcmp(comm->env.algo, "auto") == 0    ? RINGO_ALGO_AUTO
+               : strcmp(comm->env.algo, "ring") == 0  ? RINGO_ALGO_RING
+               : strcmp(comm->env.algo, "naive") == 0 ? RINGO_ALGO_NAIVE
+                                                      : -1;
   return comm;
 }
 
-/* Everything after the rendezvous is up: links, mailbox, trace. On failure the communicator is
- * left in error with what was made, for ringo_comm_free. */
-static ringoResult_t comm_init(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  const int known = strcmp(comm->env.algo, "auto") == 0 || strcmp(comm->env.algo, "ring") == 0 || comm->algo_naive;
-  ringoResult_t res = known ? ringoSuccess
-                            : ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected auto, ring or naive", comm->env.algo);
-  if (res == ringoSuccess) res = comm_setup(comm, rv);
-  if (res == ringoSuccess && comm->env.trace_path[0])
-    res = ringo_trace_open(&comm->trace, comm->env.trace_path, comm->rank);
-  if (res != ringoSuccess) {
-    set_error(comm, res);
-    return res;
-  }
-  comm->ready = 1;
-  RINGO_INFO(RINGO_LOG_INIT, "rank %d of %d ready at ring position %d", comm->rank, comm->nranks, comm->pos);
-  return ringoSuccess;
-}
-
-ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const struct ringo_rendezvous* rv,
-                                void* tctx, void (*tctx_free)(void*)) {
-  ringoComm_t comm = ringo_comm_alloc(nranks, rank);
-  if (!comm) {
-    if (tctx_free) tctx_free(tctx);
-    return ringo_fail(ringoSystemError, "out of memory creating a communicator");
-  }
-  comm->tctx = tctx;
-  comm->tctx_free = tctx_free;
-  ringoResult_t res = comm_init(comm, rv);
-  if (res != ringoSuccess) {
-    ringo_comm_free(comm);
-    return res;
-  }
-  *out = comm;
-  return ringoSuccess;
-}
-
-static ringoResult_t tcp_allgather(void* bs, const void* mine, size_t bytes, void* all) {
-  return ringo_bootstrap_allgather(bs, mine, bytes, all);
-}
-static ringoResult_t tcp_barrier(void* bs) { return ringo_bootstrap_barrier(bs); }
-
-ringoResult_t ringo_comm_init_tcp(ringoComm_t comm, const ringoUniqueId* id) {
-  struct ringo_bootstrap* bs = NULL;
-  ringoResult_t res = ringo_bootstrap_init(id, comm->nranks, comm->rank, comm->env.timeout_s, &bs);
-  if (res != ringoSuccess) {
-    set_error(comm, res);
-    return res;
-  }
-  const struct ringo_rendezvous rv = {bs, tcp_allgather, tcp_barrier};
-  res = comm_init(comm, &rv);
-  ringo_bootstrap_close(bs);
-  return res;
-}
-
-ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, int rank) {
-  ringo_thread_clear_error();
-  if (!out) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: comm is NULL");
-  *out = NULL;
-  if (nranks < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: nranks %d < 1", nranks);
-  if (rank < 0 || rank >= nranks)
-    return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: rank %d out of range [0, %d)", rank, nranks);
-  ringoComm_t comm = ringo_comm_alloc(nranks, rank);
-  if (!comm) return ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory");
-  ringoResult_t res;
-  if (ringo_group_enqueue_init(comm, &id, &res)) { /* inside a group: created at ringoGroupEnd */
-    if (res == ringoSuccess) *out = comm;
-    else ringo_comm_free(comm);
-    return res;
-  }
-  res = ringo_comm_init_tcp(comm, &id);
-  if (res != ringoSuccess) {
-    ringo_comm_free(comm);
-    return res;
-  }
-  *out = comm;
-  return ringoSuccess;
-}
-
-struct init_job {
-  ringoComm_t* comm;
-  int nranks, rank;
-  int dev; /* CUDA device to bind, or -1 */
-  ringoUniqueId id;
-  ringoResult_t res;
-  char error[RINGO_ERROR_BYTES];
-};
-
-static void* init_thread(void* arg) {
-  struct init_job* job = arg;
-  job->res = job->dev >= 0 ? ringo_device_select(job->dev) : ringoSuccess;
-  if (job->res == ringoSuccess) job->res = ringoCommInitRank(job->comm, job->nranks, job->id, job->rank);
-  snprintf(job->error, sizeof job->error, "%s", ringo_thread_last_error());
-  return NULL;
-}
-
-ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist) {
-  ringo_thread_clear_error();
-  if (!comms) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: comms is NULL");
-  if (ndev < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: ndev %d < 1", ndev);
-  const int ndevices = devlist ? ringo_device_count() : 0;
-  if (devlist && ndevices == 0)
-    return ringo_fail(ringoUnhandledCudaError, "ringoCommInitAll: devlist names CUDA devices, but %s; pass "
-                      "devlist = NULL for host ranks", ringo_device_count() == 0 ? "this process sees no CUDA device"
-                                                                                 : "the CUDA path is unavailable");
-  for (int i = 0; devlist && i < ndev; i++)
-    if (devlist[i] < 0 || devlist[i] >= ndevices)
-      return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: devlist[%d] = %d, but the devices are 0..%d", i,
-                        devlist[i], ndevices - 1);
-  ringoUniqueId id;
-  RINGO_CHECK(ringoGetUniqueId(&id));
-  struct init_job* jobs = calloc((size_t)ndev, sizeof *jobs);
-  pthread_t* threads = calloc((size_t)ndev, sizeof *threads);
-  if (!jobs || !threads) {
-    free(jobs);
-    free(threads);
-    return ringo_fail(ringoSystemError, "ringoCommInitAll: out of memory");
-  }
-  int started = 0;
-  for (; started < ndev; started++) {
-    jobs[started] = (struct init_job){.comm = &comms[started], .nranks = ndev, .rank = started, .id = id,
-                                      .dev = devlist ? devlist[started] : -1};
-    if (pthread_create(&threads[started], NULL, init_thread, &jobs[started]) != 0) break;
-  }
-  ringoResult_t res = started == ndev ? ringoSuccess : ringo_fail(ringoSystemError, "ringoCommInitAll: pthread_create failed");
-  for (int i = 0; i < started; i++) {
-    pthread_join(threads[i], NULL);
-    if (res == ringoSuccess && jobs[i].res != ringoSuccess) res = ringo_annotate(jobs[i].res, "ringoCommInitAll: rank %d: %s", i, jobs[i].error);
-  }
-  /* One failed rank fails them all: the ring is incomplete without it. */
-  for (int i = 0; res != ringoSuccess && i < started; i++) {
-    ringo_comm_free(comms[i]);
-    comms[i] = NULL;
-  }
-  free(jobs);
-  free(threads);
-  return res;
-}
-
-ringoResult_t ringoCommDestroy(ringoComm_t comm) {
-  if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommDestroy: comm is NULL");
-  ringo_comm_free(comm);
-  return ringoSuccess;
-}
-
-ringoResult_t ringoCommAbort(ringoComm_t comm) {
-  if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommAbort: comm is NULL");
-  atomic_store(&comm->abort_flag, 1);
-  ringo_device_abort(comm);
-  /* A collective in another thread notices the flag within one sleep of its wait loop; it must
-   * leave before the memory it uses goes away. */
-  const struct timespec ms = {0, 1000000};
-  while (atomic_load(&comm->inflight) > 0) nanosleep(&ms, NULL);
-  ringo_comm_free(comm);
-  return ringoSuccess;
-}
-
-#define QUERY(fn, type, what, expr)                                                          \
-  ringoResult_t fn(const ringoComm_t comm, type* what) {                                     \
-    if (!comm) return ringo_fail(ringoInvalidArgument, #fn ": comm is NULL");                \
-    if (!what) return ringo_comm_record(comm, ringo_fail(ringoInvalidArgument, #fn ": " #what " is NULL")); \
-    *what = (expr);                                                                          \
-    return ringoSuccess;                                                                     \
-  }
-QUERY(ringoCommCount, int, count, comm->nranks)
-QUERY(ringoCommUserRank, int, rank, comm->rank)
-QUERY(ringoCommCuDevice, int, device, comm->cuda_dev)
-/* Cheap and thread-safe: two loads (the device's error word is host memory the kernel writes). */
-QUERY(ringoCommGetAsyncError, ringoResult_t, asyncError,
-      atomic_load(&comm->error) != ringoSuccess ? atomic_load(&comm->error) : ringo_device_async_error(comm))
-QUERY(ringoCommGetStats, ringoCommStats, stats,
-      ((ringoCommStats){atomic_load_explicit(&comm->bytes_sent, memory_order_relaxed),
-                        atomic_load_explicit(&comm->bytes_received, memory_order_relaxed),
-                        atomic_load_explicit(&comm->collectives, memory_order_relaxed)}))
-
-const char* ringoGetLastError(ringoComm_t comm) {
-  return comm ? ringo_comm_last_error(comm) : ringo_thread_last_error();
-}

@@ -1,5 +1,5 @@
 /* comm.h — the communicator: who is in the ring, in what order, over which links, and its state.
- * Internal. Built by comm.c, driven by collectives.c and group.c; tested through the public API. */
+ * Internal. Built by comm.c (and api/lifecycle.c on top); tested through the public API. */
 #ifndef RINGO_COMM_H_
 #define RINGO_COMM_H_
 
@@ -31,7 +31,7 @@ struct ringo_rank_info {
   int32_t unused;
 };
 
-enum { RINGO_ALGO_AUTO = 0, RINGO_ALGO_RING = 1, RINGO_ALGO_NAIVE = 2 };
+enum { RINGO_ALGO_AUTO = 0, RINGO_ALGO_RING = 1, RINGO_ALGO_NAIVE = 2 }; /* what RINGO_ALGO says; engine/select.c chooses */
 
 /* Point-to-point state of one peer (p2p.c): the two links, made on first use, and how many
  * messages went each way (every slice carries its message's number). */
@@ -56,11 +56,12 @@ struct ringoComm {
   int cuda_dev;                 /* -1: host communicator */
   struct ringo_env env;
   size_t slot_bytes;
+  size_t host_slot_bytes;       /* the two-level ring's host-ring slots (agreed at init) */
   /* The two ring links of this rank: to the next position (sends) and from the previous (receives). */
   struct ringo_conn send, recv;
   /* RINGO_ALGO=naive only: links between rank 0 and every other rank, indexed by peer rank. */
   struct ringo_conn *star_to, *star_from;
-  int algo_naive;
+  int algo;                     /* RINGO_ALGO parsed once (ringo_comm_alloc): RINGO_ALGO_*, or -1 unknown */
   /* The gather path (collectives.c) of a communicator that leaves the host: in round k this rank
    * sends to ring position pos - 2^k and receives from pos + 2^k; gather_bytes is the largest input
    * per rank it takes (0: none), gather_buf holds every rank's input, by ring position. */
@@ -106,56 +107,6 @@ struct ringoComm {
                                          overwrite last_error, never this) */
 };
 
-/* One call, as the public API received it (already validated): a collective, or one side of a
- * point-to-point message (kind SEND/RECV: peer, sendbuff or recvbuff, count, type). */
-enum ringo_op_kind { RINGO_KIND_COLL = 0, RINGO_KIND_SEND, RINGO_KIND_RECV };
-
-/* A staged collective's pipeline (staged.c): the host ring's rounds cut into n phases
- * (ringo_phase_rounds). The ring calls await(ctx, p) before the first round of phase p > 0 — its
- * input must be staged — and done(ctx, p) after the last round of phase p < n - 1 — its output
- * may go back to the device — so copies overlap the transfer (the last phase ends with the run).
- * 1 <= n <= the rounds (ringo_coll_rounds). await returns 0 when the input never will be there
- * (the stream failed, or the communicator was aborted, is in error or is being torn down). */
-struct ringo_phases {
-  int n;
-  void* ctx;
-  int (*await)(void* ctx, int p);
-  void (*done)(void* ctx, int p);
-};
-
-struct ringo_op {
-  enum ringo_op_kind kind;
-  int peer;
-  int device;            /* the buffers are CUDA device memory: enqueue on stream (device.c) */
-  int defer_join;        /* device op in a group: the caller's stream waits for it after every launch */
-  ringoStream_t stream;
-  enum ringo_coll coll;
-  const void* sendbuff;
-  void* recvbuff;
-  size_t count;  /* AllReduce/Broadcast/Reduce: elements; ReduceScatter: recvcount; AllGather: sendcount */
-  ringoDataType_t type;
-  ringoRedOp_t op;
-  int root;
-  ringoComm_t comm;
-  uint64_t seq; /* set when it runs: the communicator's collective number */
-  const struct ringo_phases* phases; /* host ring of a staged collective only, or NULL */
-};
-
-/* What every slice of a collective (and its one-shot post, oneshot.c) says it belongs to; ranks
- * compare them as bytes, so a mismatched or skipped call is named instead of hanging. */
-struct ringo_fingerprint {
-  uint64_t seq, count;
-  uint32_t coll, op, type;
-  int32_t root;
-};
-#define RINGO_FINGERPRINT_BYTES 64 /* room kept for one before a payload: keeps it aligned */
-_Static_assert(sizeof(struct ringo_fingerprint) <= RINGO_FINGERPRINT_BYTES, "fingerprint too large");
-struct ringo_fingerprint ringo_fingerprint_of(const struct ringo_op* op);
-/* "ringoAllReduce #3 (count 4, float32, sum, root 0)" */
-void ringo_coll_describe(const struct ringo_op* op, char* buf, size_t cap);
-/* The error for a rank whose fingerprint differs from op's. */
-ringoResult_t ringo_coll_mismatch(const struct ringo_op* op, const struct ringo_fingerprint* theirs, int peer);
-
 /* How ranks meet during init: the TCP bootstrap (ringoCommInitRank) or MPI collectives
  * (ringoCommInitMPI). Both give an allgather, a barrier and a close. */
 struct ringo_rendezvous {
@@ -164,17 +115,24 @@ struct ringo_rendezvous {
   ringoResult_t (*barrier)(void* ctx);
 };
 
-/* Creates rank `rank` of an nranks communicator over rv. tctx (may be NULL) becomes the
- * communicator's transport context and is freed with tctx_free when it goes, or here on failure. */
-ringoResult_t ringo_comm_create(ringoComm_t* out, int nranks, int rank, const struct ringo_rendezvous* rv,
-                                void* tctx, void (*tctx_free)(void*));
-
-/* The two halves of ringoCommInitRank, apart so an init queued in a group can hand out its
- * handle at once: alloc (NULL when out of memory), then init over the TCP bootstrap. A failed
- * init leaves the communicator allocated, in error, for ringo_comm_free. */
+/* A communicator of nranks with this rank, its environment read (NULL when out of memory); then,
+ * collective over rv, what the ranks agree on, the ring order, the links of every algorithm, the
+ * point-to-point mailbox and the board. The device side and the trace come on top (api/lifecycle.c).
+ * ringo_comm_free closes and frees what setup made, whatever it got to. */
 ringoComm_t ringo_comm_alloc(int nranks, int rank);
-ringoResult_t ringo_comm_init_tcp(ringoComm_t comm, const ringoUniqueId* id);
+ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
 void ringo_comm_free(ringoComm_t comm);
+/* The links of each algorithm (engine/select.c's table calls them at init, collective over rv):
+ * the ring's two; RINGO_ALGO=naive's star around rank 0; the gather path's rounds across hosts;
+ * the two-level ring's host and net rings. Each makes nothing where its algorithm cannot run. */
+ringoResult_t ringo_comm_connect_ring(ringoComm_t comm, const struct ringo_rendezvous* rv);
+ringoResult_t ringo_comm_connect_star(ringoComm_t comm, const struct ringo_rendezvous* rv);
+ringoResult_t ringo_comm_connect_gather(ringoComm_t comm, const struct ringo_rendezvous* rv);
+ringoResult_t ringo_comm_connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv);
+/* RINGO_DEBUG=INFO's lines on the ring order, once init is through. */
+void ringo_comm_log_ring(const ringoComm_t comm);
+/* Puts comm in error for good, keeping the first failure's code and message (no poison). */
+void ringo_comm_set_error(ringoComm_t comm, ringoResult_t res);
 
 /* Copies this thread's last error message into comm (when comm is not NULL) and returns res. */
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res);
@@ -189,74 +147,12 @@ ringoResult_t ringo_comm_scratch(ringoComm_t comm, size_t bytes, void** out);
 /* The error a communicator in error (or not yet initialised) gives any new call, or ringoSuccess. */
 ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what);
 
-/* Links made after init (p2p.c): the parameters of a link to or from peer, and its transport. */
-void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p);
-ringoResult_t ringo_comm_pick_transport(const ringoComm_t comm, int peer, const struct ringo_transport** tp);
 
 /* The message of comm's last failed call ("" before any). */
 const char* ringo_comm_last_error(ringoComm_t comm);
 
-/* Runs one collective to completion on the calling thread and records any error in the
- * communicator (collectives.c). */
-ringoResult_t ringo_coll_run(const struct ringo_op* op);
-/* The host ring on op as given (its seq taken at launch), from a staged device collective's host
- * function (staged.c): a failure puts the communicator in error; nothing runs once it is. */
-ringoResult_t ringo_coll_run_staged(const struct ringo_op* op);
-/* The rounds the host ring walks for op (round j moves slice j, of *slice_elems elements, of every
- * chunk), or 0 when the engine runs op otherwise (one rank, one-shot, RINGO_ALGO=naive): what a staged
- * collective may cut into phases. */
-size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice_elems);
-
 /* 1 when comm may have MPI links (it has MPI and spans hosts): its calls already call MPI, so its
  * waits may give MPI turns (transport.h), and its ring defaults to RINGO_SLICE_ACROSS_HOSTS. */
 static inline int ringo_comm_net_turns(const struct ringoComm* comm) { return comm->tctx && comm->spans_hosts; }
-
-/* The one-shot path (oneshot.c) for a communicator with a board (board.h): 1 when op's input fits
- * the board, which every rank decides alike from the fingerprint; then op runs as board op b. */
-int ringo_oneshot_fits(const struct ringo_op* op);
-ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b);
-/* This rank's result of op from every rank's input (in[rank]), combined in the ring's own order, so
- * the bits equal the ring's; shared by the board and the gather path (collectives.c). */
-ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in);
-/* RINGO_TRACE's one event for such a collective (board or gather path): `read` bytes from peers since t0. */
-void ringo_oneshot_trace(const struct ringo_op* op, size_t read, double t0);
-/* The gather path's round k: the inputs that cross in it, min(2^k, N - 2^k); and the most of any round. */
-int ringo_gather_round_blocks(int nranks, int k);
-int ringo_gather_max_blocks(int nranks);
-
-/* Point-to-point (p2p.c): the mailbox made at init through rv; then n sends and receives of comm
- * progressed together to completion (one call outside a group, a group's batch at ringoGroupEnd);
- * links closed and the mailbox unmapped when the communicator goes. */
-ringoResult_t ringo_p2p_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
-ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n);
-/* A batch of device sends and receives staged in phases (p2p_device.c): phase p holds bytes
- * [p * piece, (p + 1) * piece) of every message. The engine sends a slice only once the phases
- * staged(ctx) says the stream has copied cover it (it does not wait: -1 means they never will, the
- * stream failed or the communicator was aborted, is in error or is being torn down), and calls
- * done(ctx, p) once every receive holds phase p < n - 1 (the last ends with the run), so the copies
- * each way overlap the transfer. What crosses the links is unchanged. */
-struct ringo_p2p_phases {
-  int n;
-  size_t piece;
-  void* ctx;
-  int (*staged)(void* ctx);
-  void (*done)(void* ctx, int p);
-};
-/* The same for the proxy of device point-to-point (p2p_device.c), on staged host copies: it does
- * not wait for the communicator's device work, being part of it. phases: NULL when the whole batch
- * was staged before it runs. */
-ringoResult_t ringo_p2p_run_staged(ringoComm_t comm, const struct ringo_op* const* ops, size_t n,
-                                   const struct ringo_p2p_phases* phases);
-/* n device sends and receives of comm, enqueued as one batch on ringo's stream (device.c); with
- * join, each op's stream then waits for it. Records its errors in the communicator. */
-ringoResult_t ringo_p2p_run_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join);
-void ringo_p2p_free(ringoComm_t comm);
-
-/* Queues op when this thread is inside ringoGroupStart/End; returns 1 if it was queued (group.c). */
-int ringo_group_enqueue(const struct ringo_op* op, ringoResult_t* res);
-/* 1 inside ringoGroupStart/End on this thread. */
-int ringo_group_active(void);
-/* Queues the init of comm over id likewise; returns 1 if it was queued. */
-int ringo_group_enqueue_init(ringoComm_t comm, const ringoUniqueId* id, ringoResult_t* res);
 
 #endif /* RINGO_COMM_H_ */

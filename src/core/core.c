@@ -130,25 +130,12 @@ const char* ringo_op_name(ringoRedOp_t op) {
   return ((unsigned)op < RINGO_NUM_OPS) ? names[op] : "invalid";
 }
 
-/* The result codes and their strings in one list; the static assert below keeps it in step
- * with the enum of ringo.h. */
-#define RINGO_RESULT_MAP(X)                                             \
-  X(ringoSuccess, "no error")                                           \
-  X(ringoUnhandledCudaError, "unhandled cuda error")                    \
-  X(ringoSystemError, "unhandled system error")                         \
-  X(ringoInternalError, "internal error")                               \
-  X(ringoInvalidArgument, "invalid argument")                           \
-  X(ringoInvalidUsage, "invalid usage")                                 \
-  X(ringoRemoteError, "remote process exited or there was a network error") \
-  X(ringoInProgress, "operation in progress")                           \
-  X(ringoTimeout, "operation timed out (RINGO_TIMEOUT)")
-
-#define RINGO_RESULT_STRING(code, text) [code] = text,
-static const char* const result_strings[] = {RINGO_RESULT_MAP(RINGO_RESULT_STRING)};
-#define RINGO_RESULT_COUNT(code, text) +1
-_Static_assert(sizeof result_strings / sizeof result_strings[0] == 0 RINGO_RESULT_MAP(RINGO_RESULT_COUNT),
-               "result strings have a gap");
-_Static_assert(ringoTimeout == 8, "ringo.h result codes changed");
+/* The strings of ringo.h's one result list (RINGO_RESULT_LIST), indexed by code. */
+#define RINGO_RESULT_STRING(code, value, text) [value] = text,
+static const char* const result_strings[] = {RINGO_RESULT_LIST(RINGO_RESULT_STRING)};
+#define RINGO_RESULT_COUNT(code, value, text) +1
+_Static_assert(sizeof result_strings / sizeof result_strings[0] == 0 RINGO_RESULT_LIST(RINGO_RESULT_COUNT),
+               "result codes have a gap");
 
 const char* ringoGetErrorString(ringoResult_t result) {
   if ((unsigned)result < sizeof result_strings / sizeof result_strings[0]) return result_strings[result];

@@ -341,7 +341,7 @@ static void launch_ready(struct ringoDdp* d) {
 
 /* Under mu: a device operation of the step failed (message in d->msg); the context is unusable and
  * Finish returns the error once. */
-static ringoResult_t step_failed(struct ringoDdp* d, ringoResult_t res) {
+static ringoResult_t ddp_step_failed(struct ringoDdp* d, ringoResult_t res) {
   if (d->failed == ringoSuccess) {
     d->failed = res;
     memcpy(d->async_msg, d->msg, MSG_BYTES);
@@ -359,7 +359,7 @@ static ringoResult_t count_ready(struct ringoDdp* d, int i, const char* fn) {
   if (--d->pending[b] != 0 || d->buckets[b].mem != ringoMemDevice) return ringoSuccess;
   const int e = d->dev.record_ready(d->dev.ctx, b, d->stream);
   if (e == 0) return ringoSuccess;
-  return step_failed(d, fail(d, ringoUnhandledCudaError, "%s: recording bucket %d's ready event on the compute "
+  return ddp_step_failed(d, fail(d, ringoUnhandledCudaError, "%s: recording bucket %d's ready event on the compute "
                              "stream failed: %s", fn, b, d->dev.error_string(e)));
 }
 
@@ -486,7 +486,7 @@ RINGO_API ringoResult_t ringoDdpRegisterMem(ringoDdp_t ddp, void* grad, void* pa
   return ringoSuccess;
 }
 
-static void describe(char* out, size_t cap, int64_t count, int64_t code) {
+static void describe_bucket(char* out, size_t cap, int64_t count, int64_t code) {
   if (count < 0) snprintf(out, cap, "missing");
   else snprintf(out, cap, "%lld x %s (%s memory)", (long long)count, type_name((int)(code & 0xff)), mem_name((int)(code >> 8)));
 }
@@ -525,8 +525,8 @@ static ringoResult_t check_shapes(struct ringoDdp* d, const char* fn) {
       const int64_t* b = all + 2 * (m * r + i);
       if (a[0] == b[0] && a[1] == b[1]) continue;
       char sa[96], sb[96];
-      describe(sa, sizeof sa, a[0], a[1]);
-      describe(sb, sizeof sb, b[0], b[1]);
+      describe_bucket(sa, sizeof sa, a[0], a[1]);
+      describe_bucket(sb, sizeof sb, b[0], b[1]);
       res = fail(d, ringoInvalidUsage, "%s: ranks registered different parameters: parameter %zu is %s on rank 0 but "
                  "%s on rank %zu (rank 0 registered %lld parameters, rank %zu %lld)", fn, i, sa, sb, r,
                  (long long)heads[0], r, (long long)heads[3 * r]);
@@ -645,7 +645,7 @@ RINGO_API ringoResult_t ringoDdpFinish(ringoDdp_t ddp) {
      * before it still write the gradients. */
     int e = 0;
     if (sync && ddp->ndevice_buckets && (e = ddp->dev.join(ddp->dev.ctx, ddp->stream)) && ddp->failed == ringoSuccess)
-      step_failed(ddp, fail(ddp, ringoUnhandledCudaError, "%s: making the compute stream wait for the side stream "
+      ddp_step_failed(ddp, fail(ddp, ringoUnhandledCudaError, "%s: making the compute stream wait for the side stream "
                             "failed: %s", fn, ddp->dev.error_string(e)));
     if (ddp->failed != ringoSuccess && !ddp->failure_reported) { /* the real code, once */
       ddp->failure_reported = 1;

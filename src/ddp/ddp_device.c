@@ -1,6 +1,6 @@
 /* ddp_device.c — the DDP layer's device ops (ddp_device.h) on the CUDA runtime: a non-blocking side
  * stream, per-bucket ready events, the scale kernel (cuda/ddp_scale.cu); without CUDA, a refusal.
- * Also the kernel's CPU emulation. Asks device.h how many ranks share the GPU. Tested by test/test_ddp_device.cc (the GPU part skips without a GPU). */
+ * Also the kernel's CPU emulation. Asks ringoCommLocalRanks how many ranks share the GPU. Tested by test/test_ddp_device.cc (the GPU part skips without a GPU). */
 #include "ddp/ddp_device.h"
 
 #include <stdint.h>
@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "include/cuda_scale.h"
-#include "device/device.h"
 
 #ifdef RINGO_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -208,7 +207,7 @@ ringoResult_t ringo_ddp_device_open(ringoComm_t comm, struct ringo_ddp_device_op
     return ringoSystemError;
   }
   c->dev = dev;
-  c->local_ranks = ringo_device_local_ranks(comm);
+  if (ringoCommLocalRanks(comm, &c->local_ranks) != ringoSuccess) c->local_ranks = 0;
   int old, err = enter(c, &old);
   if (!err) err = (int)cudaStreamCreateWithFlags(&c->side, cudaStreamNonBlocking);
   if (!err) err = ringo_cuda_ddp_scale_preload(); /* loaded lazily, it could wait behind a spinning ring kernel */

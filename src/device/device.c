@@ -5,6 +5,8 @@
  * Tested on a GPU by test/test_device.cc; without one, by the CPU emulation (test/test_cuda_ring.cc). */
 #include "device/device.h"
 
+#include "core/wait.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,9 +282,12 @@ static int host_runs_pending(const struct ringo_device* d) { return ringo_staged
  * runs finishing count as progress (a long collective is not stuck), a caller's event that never
  * completes does not. 1: idle (or an error: nothing runs any more); 0: gave up. */
 static int stream_idle(struct ringo_device* d) {
-  const struct timespec nap = {0, DEV_FREE_POLL_NS};
+  /* RINGO_TIMEOUT without progress: each host run that finishes starts the wait again. */
+  const struct ringo_wait_policy policy = {.timeout_s = d->timeout_s, .sleep_ns = DEV_FREE_POLL_NS,
+                                           .net = RINGO_WAIT_NET_NONE};
+  struct ringo_waiter w;
+  ringo_waiter_start(&w, &policy, ringo_now());
   int pending = host_runs_pending(d);
-  double deadline = ringo_now() + d->timeout_s;
   for (;;) {
     const cudaError_t err = cudaStreamQuery(d->stream);
     /* The proxy moves its flag just before it counts the work done. A failed stream reaches no
@@ -294,10 +299,11 @@ static int stream_idle(struct ringo_device* d) {
       return 1;
     }
     const int now_pending = host_runs_pending(d);
-    if (now_pending < pending) deadline = ringo_now() + d->timeout_s;
+    const double now = ringo_now();
+    if (now_pending < pending) ringo_waiter_start(&w, &policy, now);
     pending = now_pending;
-    if (ringo_now() > deadline) return 0;
-    nanosleep(&nap, NULL);
+    if (ringo_waiter_check(&w, now) == RINGO_WAIT_TIMED_OUT) return 0;
+    ringo_waiter_sleep(&w, now);
   }
 }
 

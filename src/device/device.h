@@ -5,6 +5,7 @@
 #define RINGO_DEVICE_H_
 
 #include "comm/comm.h"
+#include "comm/op.h"
 
 /* 1 when p is CUDA device (or managed) memory; 0 for host memory, and always without a GPU. */
 int ringo_device_is_device_ptr(const void* p);

@@ -11,10 +11,11 @@
 #include <stdlib.h>
 
 #include "comm/comm.h"
+#include "engine/p2p.h"
 #include "core/core.h"
 #include "device/proxy.h"
 
-#define STAGE_ALIGN 64
+#define STAGE_ALIGN RINGO_STAGE_ALIGN
 
 /* The proxy's work: the calls, with their buffers replaced by slices of the staging, and the
  * phases they are staged in (phase p: bytes [p * piece, (p + 1) * piece) of every message). */
@@ -28,19 +29,19 @@ struct p2p_batch {
 };
 
 static int phases_staged(void* ctx) { return ringo_proxy_phases_staged(((struct p2p_batch*)ctx)->task); }
-static void phase_done(void* ctx, int p) { ringo_proxy_phase_done(((struct p2p_batch*)ctx)->task, p); }
+static void p2p_phase_done(void* ctx, int p) { ringo_proxy_phase_done(((struct p2p_batch*)ctx)->task, p); }
 
-static void run_batch(void* arg, int run, struct ringo_proxy_task* task) {
+static void proxy_run_batch(void* arg, int run, struct ringo_proxy_task* task) {
   struct p2p_batch* b = arg;
   b->task = task;
   /* One phase: the proxy ends it, and the stream staged everything before the run began. */
-  if (run) (void)ringo_p2p_run_staged(b->comm, b->ptrs, b->n, b->phases.n > 1 ? &b->phases : NULL);
+  if (run) (void)ringo_p2p_run(b->comm, b->ptrs, b->n, b->phases.n > 1 ? &b->phases : NULL);
   free(b);
 }
 
 /* The phases of the longest message (ringo_stage_phase_count), in pieces of a multiple of
  * STAGE_ALIGN bytes; rounding a piece up may leave one phase fewer. */
-static int choose_phases(const ringoComm_t comm, const struct ringo_p2p_call* calls, size_t n, size_t* piece) {
+static int p2p_choose_phases(const ringoComm_t comm, const struct ringo_p2p_call* calls, size_t n, size_t* piece) {
   size_t longest = 0;
   for (size_t i = 0; i < n; i++) {
     const size_t bytes = calls[i].count * ringo_type_size(calls[i].type);
@@ -53,12 +54,7 @@ static int choose_phases(const ringoComm_t comm, const struct ringo_p2p_call* ca
   return phases > 1 ? (int)phases : 1;
 }
 
-size_t ringo_p2p_device_stage_bytes(size_t count, ringoDataType_t type) {
-  const size_t bytes = count * ringo_type_size(type);
-  return (bytes + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
-}
-
-static size_t staged_bytes(const struct ringo_p2p_call* c) { return ringo_p2p_device_stage_bytes(c->count, c->type); }
+static size_t staged_bytes(const struct ringo_p2p_call* c) { return ringo_stage_p2p_bytes(c->count, c->type); }
 
 static struct p2p_batch* make_batch(ringoComm_t comm, char* staging, const struct ringo_p2p_call* calls, size_t n) {
   struct p2p_batch* b = calloc(1, sizeof *b + n * (sizeof(struct ringo_op) + sizeof(struct ringo_op*)));
@@ -101,8 +97,8 @@ ringoResult_t ringo_p2p_device_launch(ringoComm_t comm, struct ringo_stage* st, 
   struct p2p_batch* b = make_batch(comm, st->p2p, calls, n);
   if (!b) return ringo_fail(ringoSystemError, "out of memory for a batch of %zu device sends/receives", n);
   size_t piece;
-  const int nphases = choose_phases(comm, calls, n, &piece);
-  b->phases = (struct ringo_p2p_phases){nphases, piece, b, phases_staged, phase_done};
+  const int nphases = p2p_choose_phases(comm, calls, n, &piece);
+  b->phases = (struct ringo_p2p_phases){nphases, piece, b, phases_staged, p2p_phase_done};
   /* Each phase's send copies end with its marker; then, phase by phase, the stream waits for the
    * proxy to have received it everywhere and copies it back (as staged.c does for collectives). */
   ringoResult_t res = ringoSuccess;
@@ -111,7 +107,7 @@ ringoResult_t ringo_p2p_device_launch(ringoComm_t comm, struct ringo_stage* st, 
     if (res == ringoSuccess) res = ringo_proxy_mark(comm, &st->proxy, ops);
   }
   int handed = 0;
-  if (res == ringoSuccess) res = ringo_proxy_submit(comm, &st->proxy, run_batch, b, nphases, ops, &handed);
+  if (res == ringoSuccess) res = ringo_proxy_submit(comm, &st->proxy, proxy_run_batch, b, nphases, ops, &handed);
   if (!handed) free(b);
   /* After a failure the receives stay uncopied and the caller puts the communicator in error; a
    * batch whose stream wait could not be enqueued is cancelled by the proxy (proxy.c). */

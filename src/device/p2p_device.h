@@ -23,9 +23,6 @@ struct ringo_p2p_call {
   ringoDataType_t type;
 };
 
-/* Bytes of staging one send or receive of count elements of type takes in a batch. */
-size_t ringo_p2p_device_stage_bytes(size_t count, ringoDataType_t type);
-
 /* Enqueues one batch of comm's device sends and receives on the stream behind ops (after work
  * enqueued there before): the sends' bytes to st's pinned staging; the proxy's run of the batch
  * through the host engine, which the stream waits for (proxy.h: the proxy never reads a send's

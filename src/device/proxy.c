@@ -26,6 +26,7 @@
 
 #include "comm/comm.h"
 #include "core/core.h"
+#include "core/wait.h"
 
 #define MARK_NAP_MAX_NS 1000000L /* the longest nap while the stream has not reached a marker */
 
@@ -73,16 +74,16 @@ static int giving_up(struct ringo_proxy* px) {
 
 /* 1 once the stream passed marker `mark`; 0 when giving up first. */
 static int wait_marker(struct ringo_proxy* px, uint64_t mark) {
-  long nap = 1000;
-  for (int spin = 0; atomic_load_explicit(&px->marks, memory_order_acquire) < mark; spin++) {
+  /* No deadline of its own: giving_up ends it, and the waits behind the marker have theirs. 64
+   * yields, then naps from 1 us doubling up to MARK_NAP_MAX_NS. */
+  const struct ringo_wait_policy policy = {.timeout_s = 1e30, .min_yields = 64, .sleep_ns = 1000,
+                                           .max_sleep_ns = MARK_NAP_MAX_NS, .net = RINGO_WAIT_NET_NONE};
+  struct ringo_waiter w;
+  ringo_waiter_start(&w, &policy, ringo_now());
+  while (atomic_load_explicit(&px->marks, memory_order_acquire) < mark) {
     if (giving_up(px)) return 0;
-    if (spin < 64) {
-      ringo_yield();
-      continue;
-    }
-    const struct timespec ts = {0, nap};
-    nanosleep(&ts, NULL);
-    if (nap < MARK_NAP_MAX_NS) nap *= 2;
+    const double now = ringo_now();
+    if (!ringo_waiter_yield(&w, now)) ringo_waiter_sleep(&w, now);
   }
   return 1;
 }

@@ -3,7 +3,7 @@
  * communicator's proxy thread, proxy.c), the result back to recvbuff — so the caller never waits.
  * Large collectives are pipelined in phases of the ring's rounds: phase p's input is copied while
  * the ring runs phase p - 1, its output goes back while the ring runs phase p + 1.
- * Needs comm.h, proxy.h and the host engine (ringo_coll_run_staged); how bytes reach the stream
+ * Needs comm.h, proxy.h and the host engine (ringo_select_run_staged); how bytes reach the stream
  * comes from the caller (staged.h).
  * Tested without a GPU by test/test_staged.cc (memcpy on a worker thread stands in for CUDA). */
 #include "device/staged.h"
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 
 #include "comm/comm.h"
+#include "engine/select.h"
 #include "core/core.h"
-#include "device/p2p_device.h"
 #include "device/proxy.h"
 
 void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t type, int nranks, int rank, int root,
@@ -37,12 +37,12 @@ struct staged_run {
 };
 
 static int await_phase(void* ctx, int p) { return ringo_proxy_phase_await(((struct staged_run*)ctx)->task, p); }
-static void phase_done(void* ctx, int p) { ringo_proxy_phase_done(((struct staged_run*)ctx)->task, p); }
+static void staged_phase_done(void* ctx, int p) { ringo_proxy_phase_done(((struct staged_run*)ctx)->task, p); }
 
 static void run_on_host(void* arg, int run, struct ringo_proxy_task* task) {
   struct staged_run* r = arg;
   r->task = task;
-  if (run) (void)ringo_coll_run_staged(&r->op); /* an error stays with the communicator */
+  if (run) (void)ringo_select_run_staged(&r->op); /* an error stays with the communicator */
   free(r);
 }
 
@@ -54,6 +54,11 @@ struct pipeline {
   size_t in_bytes, out_bytes; /* what this rank stages each way (0: nothing) */
 };
 
+size_t ringo_stage_p2p_bytes(size_t count, ringoDataType_t type) {
+  const size_t bytes = count * ringo_type_size(type);
+  return (bytes + RINGO_STAGE_ALIGN - 1) / RINGO_STAGE_ALIGN * RINGO_STAGE_ALIGN;
+}
+
 int ringo_stage_phase_count(ringoComm_t comm, size_t bytes, size_t most) {
   size_t n = (size_t)comm->env.staged_phases;
   if (n > most) n = most;
@@ -62,7 +67,7 @@ int ringo_stage_phase_count(ringoComm_t comm, size_t bytes, size_t most) {
 }
 
 /* Each phase moves at least one round, and the longest chunk is the first (ringo_chunk_range). */
-static int choose_phases(const struct ringo_op* op, size_t rounds) {
+static int staged_choose_phases(const struct ringo_op* op, size_t rounds) {
   const ringoComm_t comm = op->comm;
   size_t in_off, out_off, len;
   ringo_chunk_geometry(op->coll, op->count, comm->nranks, comm->ring, 0, &in_off, &out_off, &len);
@@ -132,7 +137,7 @@ void ringo_stage_needs(ringoComm_t comm, int staged, const struct ringo_op* ops,
     const struct ringo_op* op = &ops[i];
     if (op->comm != comm || !op->device) continue;
     if (op->kind != RINGO_KIND_COLL) {
-      need[2] += ringo_p2p_device_stage_bytes(op->count, op->type);
+      need[2] += ringo_stage_p2p_bytes(op->count, op->type);
     } else if (staged) {
       size_t in, out;
       ringo_staged_extent(op->coll, op->count, op->type, comm->nranks, comm->rank, op->root, &in, &out);
@@ -168,8 +173,8 @@ ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage*
   struct pipeline pl = {0};
   ringo_staged_extent(op->coll, op->count, op->type, op->comm->nranks, op->comm->rank, op->root, &pl.in_bytes,
                       &pl.out_bytes);
-  pl.rounds = ringo_coll_rounds(op, &pl.slice);
-  pl.nphases = choose_phases(op, pl.rounds);
+  pl.rounds = ringo_select_rounds(op, &pl.slice);
+  pl.nphases = staged_choose_phases(op, pl.rounds);
   RINGO_CHECK(ringo_stage_grow(st, &st->in, &st->in_cap, pl.in_bytes, ops));
   RINGO_CHECK(ringo_stage_grow(st, &st->out, &st->out_cap, pl.out_bytes, ops));
   struct staged_run* r = malloc(sizeof *r);
@@ -182,7 +187,7 @@ ringoResult_t ringo_staged_launch(const struct ringo_op* op, struct ringo_stage*
    * input copy is enqueued before the first copy back). */
   r->op.sendbuff = pl.in_bytes ? st->in : NULL;
   r->op.recvbuff = pl.out_bytes ? st->out : NULL;
-  r->phases = (struct ringo_phases){pl.nphases, r, await_phase, phase_done};
+  r->phases = (struct ringo_phases){pl.nphases, r, await_phase, staged_phase_done};
   r->op.phases = pl.nphases > 1 ? &r->phases : NULL; /* one phase: the proxy ends it */
   ringoResult_t res = ringoSuccess;
   for (int p = 0; p < pl.nphases && res == ringoSuccess; p++) {

@@ -54,6 +54,10 @@ struct ringo_stage {
 void ringo_staged_extent(enum ringo_coll coll, size_t count, ringoDataType_t type, int nranks, int rank, int root,
                          size_t* in_bytes, size_t* out_bytes);
 
+/* Staging pieces start at multiples of this many bytes, so copies stay aligned. */
+#define RINGO_STAGE_ALIGN 64
+/* Bytes of staging one device send or receive of count elements of type takes in a batch. */
+size_t ringo_stage_p2p_bytes(size_t count, ringoDataType_t type);
 /* Phases a staged call is pipelined in: as many as RINGO_STAGED_PHASES allows and `most` (a
  * collective's rounds), each at least RINGO_STAGED_PIECE_BYTES of `bytes` (its longest chunk or
  * message); at least 1. */
@@ -106,7 +110,7 @@ void ringo_staged_stream_failed(struct ringo_stage* st);
 /* Waits for every host run of st, then stops its proxy and frees its buffers. */
 void ringo_staged_free(struct ringo_stage* st, const struct ringo_stage_ops* ops);
 
-/* Testing hook (test/test_staged.cc, which cannot build a struct ringo_op): the op ringo_coll_run
+/* Testing hook (test/test_staged.cc, which cannot build a struct ringo_op): the op the door (api/group.c)
  * would hand the device path — arguments valid, its sequence number taken here — launched staged. */
 ringoResult_t ringo_staged_launch_call(ringoComm_t comm, enum ringo_coll coll, const void* sendbuff, void* recvbuff,
                                        size_t count, ringoDataType_t type, ringoRedOp_t op, int root,

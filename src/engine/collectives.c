@@ -1,19 +1,20 @@
-/* collectives.c — AllReduce, ReduceScatter, AllGather, Broadcast, Reduce: walk the schedule of
- * schedule.c and move each chunk as slices over the two links, reducing with reduce.c.
+/* collectives.c — the host engine of AllReduce, ReduceScatter, AllGather, Broadcast, Reduce: walk the
+ * schedule of sched/schedule.c and move each chunk as slices over the links, reducing with reduce.c.
  * Tested by test/test_collectives.cc (all collectives, dtypes, ops, N, counts) and test_api.cc. */
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "engine/collectives.h"
+
 #include "comm/board.h"
-#include "comm/comm.h"
-#include "device/device.h"
-#include "reduce/reduce.h"
+#include "engine/oneshot.h"
 #include "engine/trace.h"
+#include "reduce/reduce.h"
 
 /* One walk of the host engine: a schedule around one ring's two links, over a region of the buffers
- * that it cuts into that ring's chunks. The flat ring is one walk over the whole call (run_ring);
- * the two-level ring is three (run_two_level). */
+ * that it cuts into that ring's chunks. The flat ring is one walk over the whole call (ringo_ring_run);
+ * the two-level ring is three (run_two_level, from ringo_two_level_run). */
 struct walk {
   enum ringo_walk_level level;
   struct ringo_conn *send, *recv;
@@ -44,51 +45,15 @@ static struct chunk_geom chunk_at(const struct walk* w, int c) {
  * slice instead of hanging or computing garbage. The payload starts 64 bytes in, still aligned. */
 #define SLICE_HEADER RINGO_FINGERPRINT_BYTES
 
-static const char* const coll_names[] = {"ringoAllReduce", "ringoReduceScatter", "ringoAllGather",
-                                         "ringoBroadcast", "ringoReduce"};
-
-struct ringo_fingerprint ringo_fingerprint_of(const struct ringo_op* op) {
-  struct ringo_fingerprint fp;
-  memset(&fp, 0, sizeof fp); /* padding too: fingerprints are compared as bytes */
-  fp.seq = op->seq;
-  fp.count = op->count;
-  fp.coll = (uint32_t)op->coll;
-  fp.op = (uint32_t)op->op;
-  fp.type = (uint32_t)op->type;
-  fp.root = op->root;
-  return fp;
-}
-
-static void describe(const struct ringo_fingerprint* fp, char* buf, size_t cap) {
-  snprintf(buf, cap, "%s #%llu (count %llu, %s, %s, root %d)",
-           fp->coll < 5 ? coll_names[fp->coll] : "an unknown collective", (unsigned long long)fp->seq,
-           (unsigned long long)fp->count, ringo_type_name((ringoDataType_t)fp->type),
-           ringo_op_name((ringoRedOp_t)fp->op), fp->root);
-}
-
-void ringo_coll_describe(const struct ringo_op* op, char* buf, size_t cap) {
-  const struct ringo_fingerprint fp = ringo_fingerprint_of(op);
-  describe(&fp, buf, cap);
-}
-
-ringoResult_t ringo_coll_mismatch(const struct ringo_op* op, const struct ringo_fingerprint* theirs, int peer) {
-  const struct ringo_fingerprint mine = ringo_fingerprint_of(op);
-  char a[160], b[160];
-  describe(&mine, a, sizeof a);
-  describe(theirs, b, sizeof b);
-  return ringo_fail(ringoInvalidUsage, "collective mismatch: rank %d called %s but rank %d called %s",
-                    op->comm->rank, a, peer, b);
-}
-
 /* Link helpers: fingerprints are written and checked, and every payload byte that crosses a link
  * is counted, here and only here. */
 static ringoResult_t conn_recv(const struct ringo_op* op, struct ringo_conn* c, size_t bytes, const void** payload) {
   const void* slot = NULL;
   size_t got = 0;
   RINGO_CHECK(c->tp->recv_acquire(c->link, &slot, &got));
-  struct ringo_fingerprint theirs = {0}, mine = ringo_fingerprint_of(op);
+  struct ringo_fingerprint theirs = {0}, mine = ringo_op_fingerprint(op);
   if (got >= SLICE_HEADER) memcpy(&theirs, slot, sizeof theirs);
-  if (got < SLICE_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_coll_mismatch(op, &theirs, c->peer);
+  if (got < SLICE_HEADER || memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_op_mismatch(op, &theirs, c->peer);
   if (got != bytes + SLICE_HEADER)
     return ringo_fail(ringoInternalError, "rank %d received a %zu-byte slice from rank %d where %zu were due",
                       op->comm->rank, got - SLICE_HEADER, c->peer, bytes);
@@ -105,7 +70,7 @@ static ringoResult_t conn_release(const ringoComm_t comm, struct ringo_conn* c, 
 static ringoResult_t conn_send(const struct ringo_op* op, struct ringo_conn* c, void** payload) {
   void* slot = NULL;
   RINGO_CHECK(c->tp->send_acquire(c->link, &slot));
-  const struct ringo_fingerprint fp = ringo_fingerprint_of(op);
+  const struct ringo_fingerprint fp = ringo_op_fingerprint(op);
   memcpy(slot, &fp, sizeof fp);
   *payload = (char*)slot + SLICE_HEADER;
   return ringoSuccess;
@@ -197,27 +162,13 @@ static ringoResult_t naive_slice(const struct ringo_op* op, const char* in, char
  * one-shot board does, so the bits equal the ring's. Each rank sends and receives (N-1)·D, the
  * board's law. Every message carries the fingerprint, so a rank on another collective, count or op
  * is named at the first hop. */
-int ringo_gather_round_blocks(int nranks, int k) {
-  const int d = 1 << k;
-  return d < nranks - d ? d : nranks - d;
-}
-
-int ringo_gather_max_blocks(int nranks) {
-  int most = 1;
-  for (int k = 0; 1 << k < nranks; k++) {
-    const int m = ringo_gather_round_blocks(nranks, k);
-    most = m > most ? m : most;
-  }
-  return most;
-}
-
 /* Finishes the sends of c before a call returns where its transport moves them only in this rank's
- * calls (MPI): see the end of run_ring. */
+ * calls (MPI): see the end of ringo_ring_run. */
 static ringoResult_t finish_sends(const struct ringo_conn* c) {
   return c->link && c->tp->sends_need_turns ? c->tp->flush(c->link) : ringoSuccess;
 }
 
-static int gather_fits(const struct ringo_op* op) {
+int ringo_gather_fits(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   return comm->gather_bytes > 0 && op->coll == RINGO_COLL_ALLREDUCE && op->count > 0 &&
          op->count * ringo_type_size(op->type) <= comm->gather_bytes;
@@ -230,7 +181,7 @@ static ringoResult_t failed_at(const struct ringo_op* op, ringoResult_t res, con
   char what[768], fp[160];
   snprintf(what, sizeof what, "%s", ringo_thread_last_error());
   if (strstr(what, " [in ringo") != NULL) return res;
-  ringo_coll_describe(op, fp, sizeof fp);
+  ringo_op_describe(op, fp, sizeof fp);
   return ringo_annotate(res, "%s [in %s, %s]", what, fp, where);
 }
 
@@ -258,7 +209,7 @@ static ringoResult_t gather_round(const struct ringo_op* op, int k, int d, int m
   return conn_release(comm, &comm->gather_from[k], (size_t)m * bytes);
 }
 
-static ringoResult_t run_gather(const struct ringo_op* op) {
+ringoResult_t ringo_gather_run(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks, pos = comm->pos;
   const size_t bytes = op->count * ringo_type_size(op->type);
@@ -286,7 +237,7 @@ static ringoResult_t run_gather(const struct ringo_op* op) {
   return res;
 }
 
-static ringoResult_t run_naive(const struct ringo_op* op) {
+ringoResult_t ringo_naive_run(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   const size_t esize = ringo_type_size(op->type), slice = slice_elems(comm, op->type);
   for (size_t j = 0; j < ringo_num_rounds(op->count, slice); j++) {
@@ -299,9 +250,10 @@ static ringoResult_t run_naive(const struct ringo_op* op) {
 }
 
 /* A ring of one: the result is the input (avg over one rank is the value itself). */
-static void run_single(const struct ringo_op* op) {
+ringoResult_t ringo_single_run(const struct ringo_op* op) {
   const size_t bytes = op->count * ringo_type_size(op->type);
   if (op->recvbuff) ringo_copy2(op->recvbuff, NULL, op->sendbuff, bytes);
+  return ringoSuccess;
 }
 
 static void trace_slice(const struct ringo_op* op, const struct walk* w, int t, size_t round, size_t bytes,
@@ -367,17 +319,17 @@ static struct walk flat_walk(const struct ringo_op* op, const struct ringo_step*
 /* The two-level ring takes an all-reduce (above the gather path), and a reduce-scatter or all-gather
  * of blocks of TWO_LEVEL_MIN_BLOCK or more, where the communicator has one (comm.h). What it takes
  * depends only on what every rank agrees on, so every rank takes the same. */
-static int two_level_fits(const struct ringo_op* op) {
+int ringo_two_level_fits(const struct ringo_op* op) {
   if (op->comm->host_ring.n < 2) return 0;
-  if (op->coll == RINGO_COLL_ALLREDUCE) return !gather_fits(op);
+  if (op->coll == RINGO_COLL_ALLREDUCE) return !ringo_gather_fits(op);
   return (op->coll == RINGO_COLL_REDUCESCATTER || op->coll == RINGO_COLL_ALLGATHER) &&
          op->count * ringo_type_size(op->type) >= TWO_LEVEL_MIN_BLOCK;
 }
 
-size_t ringo_coll_rounds(const struct ringo_op* op, size_t* slice) {
-  const int naive = op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE;
+size_t ringo_ring_slice_elems(const struct ringo_op* op) { return slice_elems(op->comm, op->type); }
+
+size_t ringo_ring_rounds(const struct ringo_op* op, size_t* slice) {
   *slice = slice_elems(op->comm, op->type);
-  if (op->comm->nranks == 1 || naive || ringo_oneshot_fits(op) || gather_fits(op) || two_level_fits(op)) return 0;
   const struct walk w = flat_walk(op, NULL, 0);
   return walk_rounds(&w);
 }
@@ -430,7 +382,7 @@ static ringoResult_t walk_run(const struct ringo_op* op, const struct walk* w) {
   return finish_sends(w->send);
 }
 
-static ringoResult_t run_ring(const struct ringo_op* op) {
+ringoResult_t ringo_ring_run(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   struct ringo_step steps[RINGO_MAX_STEPS(comm->nranks)];
   const int nsteps = ringo_schedule(op->coll, comm->nranks, comm->pos, comm->pos_of[op->root], steps);
@@ -545,8 +497,8 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
  * so the gather path, all latency, goes without: there a rank on another path is caught by
  * RINGO_TIMEOUT, as is a two-level rank against a gathering one, or one whose next rank on the ring
  * never receives (a broadcast's root, a reduce's first rank). A staged collective on the two-level
- * ring is one phase (ringo_coll_rounds gives it no rounds to split). */
-static ringoResult_t run_two_level_marked(const struct ringo_op* op) {
+ * ring is one phase (ringo_select_rounds gives it no rounds to split). */
+ringoResult_t ringo_two_level_run(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   if (op->phases) return ringo_fail(ringoInternalError, "rank %d: a staged two-level collective in phases", comm->rank);
   RINGO_CHECK(post_mark(op, &comm->send));
@@ -556,161 +508,3 @@ static ringoResult_t run_two_level_marked(const struct ringo_op* op) {
   return finish_sends(&comm->send);
 }
 
-static ringoResult_t run_engine(const struct ringo_op* op) {
-  if (op->comm->algo_naive && op->coll == RINGO_COLL_ALLREDUCE) return run_naive(op);
-  if (gather_fits(op)) return run_gather(op);
-  if (two_level_fits(op)) return run_two_level_marked(op);
-  return run_ring(op);
-}
-
-/* The host engine on op as given (its seq already taken). With a board, every host collective is
- * a board op: a small one runs there, any other posts its fingerprint (board.h says why). */
-static ringoResult_t run_host(const struct ringo_op* op) {
-  const ringoComm_t comm = op->comm;
-  if (comm->nranks == 1) {
-    run_single(op);
-    return ringoSuccess;
-  }
-  if (!comm->board) return run_engine(op);
-  const uint64_t b = comm->board_ops++;
-  if (ringo_oneshot_fits(op)) return ringo_oneshot_run(op, b);
-  double since = 0;
-  RINGO_CHECK(ringo_board_claim(comm, b, op, NULL, &since));
-  const struct ringo_fingerprint fp = ringo_fingerprint_of(op);
-  ringo_board_post(comm, b, &fp);
-  RINGO_CHECK(run_engine(op));
-  ringo_board_done(comm, b);
-  return ringoSuccess;
-}
-
-ringoResult_t ringo_coll_run_staged(const struct ringo_op* op) {
-  const ringoComm_t comm = op->comm;
-  atomic_fetch_add(&comm->inflight, 1);
-  ringoResult_t res = atomic_load(&comm->error); /* after a failure the FIFOs are out of step: run nothing */
-  if (res == ringoSuccess && atomic_load(&comm->abort_flag)) /* being torn down: touch nothing */
-    res = ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted before a staged collective ran", comm->rank);
-  else if (res == ringoSuccess) {
-    res = run_host(op);
-    if (res != ringoSuccess) ringo_comm_fail(comm, res);
-  }
-  atomic_fetch_sub(&comm->inflight, 1);
-  return res;
-}
-
-ringoResult_t ringo_coll_run(const struct ringo_op* in_op) {
-  struct ringo_op op = *in_op;
-  const ringoComm_t comm = op.comm;
-  ringoResult_t res = ringo_comm_check_usable(comm, coll_names[op.coll]);
-  if (res != ringoSuccess) return ringo_comm_record(comm, res);
-  op.seq = comm->seq++;
-  if (ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_COLL)) {
-    char fp[160];
-    ringo_coll_describe(&op, fp, sizeof fp);
-    RINGO_INFO(RINGO_LOG_COLL, "rank %d: %s", comm->rank, fp);
-  }
-  atomic_fetch_add(&comm->inflight, 1);
-  if (op.device) { /* enqueued on the stream: returns at once */
-    res = ringo_device_launch(&op);
-    /* Joined even after a failure: what was queued before it may still touch the buffers. */
-    if (!op.defer_join) {
-      const ringoResult_t joined = ringo_device_join(&op);
-      if (res == ringoSuccess) res = joined;
-    }
-  }
-  else {
-    res = ringo_device_quiesce(comm); /* the proxy drives the same links from its thread */
-    if (res == ringoSuccess) res = run_host(&op);
-  }
-  if (res == ringoSuccess) {
-    atomic_fetch_add_explicit(&comm->collectives, 1, memory_order_relaxed);
-  } else {
-    ringo_comm_fail(comm, res); /* the FIFOs are out of step now: no further collective */
-  }
-  /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
-  atomic_fetch_sub(&comm->inflight, 1);
-  return res;
-}
-
-/* ---- the public entry points: validate, then run now or queue in the open group ---- */
-
-/* Everything a call can get wrong is caught here, before any byte moves, so a rejected call
- * leaves the communicator usable. */
-static ringoResult_t check_op(struct ringo_op* op, ringoStream_t stream) {
-  const char* name = coll_names[op->coll];
-  const ringoComm_t comm = op->comm;
-  if (!comm) return ringo_fail(ringoInvalidArgument, "%s: comm is NULL", name);
-  if (atomic_load(&comm->abort_flag)) return ringo_fail(ringoInvalidUsage, "%s: comm was aborted", name);
-  const size_t esize = ringo_type_size(op->type);
-  if (esize == 0) return ringo_fail(ringoInvalidArgument, "%s: invalid datatype %d", name, (int)op->type);
-  if ((unsigned)op->op >= RINGO_NUM_OPS) return ringo_fail(ringoInvalidArgument, "%s: invalid op %d", name, (int)op->op);
-  if (op->root < 0 || op->root >= comm->nranks)
-    return ringo_fail(ringoInvalidArgument, "%s: root %d out of range [0, %d)", name, op->root, comm->nranks);
-  if (op->count > SIZE_MAX / (size_t)comm->nranks / esize)
-    return ringo_fail(ringoInvalidArgument, "%s: count %zu of %s on %d ranks overflows the address space", name,
-                      op->count, ringo_type_name(op->type), comm->nranks);
-  /* Which buffers this rank touches: broadcast reads sendbuff only on the root, reduce writes
-   * recvbuff only on the root. */
-  const int is_root = comm->rank == op->root;
-  const int reads = op->coll != RINGO_COLL_BROADCAST || is_root;
-  const int writes = op->coll != RINGO_COLL_REDUCE || is_root;
-  if (op->count > 0 && reads && !op->sendbuff)
-    return ringo_fail(ringoInvalidArgument, "%s: sendbuff is NULL with count %zu", name, op->count);
-  if (op->count > 0 && writes && !op->recvbuff)
-    return ringo_fail(ringoInvalidArgument, "%s: recvbuff is NULL with count %zu", name, op->count);
-  /* Device memory goes to the CUDA path, host memory to the host ring; one call cannot mix them. */
-  const int dev_in = reads && ringo_device_is_device_ptr(op->sendbuff);
-  const int dev_out = writes && ringo_device_is_device_ptr(op->recvbuff);
-  if (op->count > 0 && reads && writes && dev_in != dev_out)
-    return ringo_fail(ringoInvalidArgument, "%s: sendbuff is %s memory but recvbuff is %s memory", name,
-                      dev_in ? "device" : "host", dev_out ? "device" : "host");
-  op->device = op->count > 0 && (dev_in || dev_out);
-  op->stream = stream;
-  if (op->device) return ringo_device_check(op, stream, ringo_group_active(), name);
-  if (stream && op->count > 0) /* count 0 with a stream is a no-op, as in NCCL */
-    return ringo_fail(ringoInvalidArgument, "%s: a stream was given with host buffers; host collectives run on the "
-                      "calling thread: pass NULL", name);
-  return ringoSuccess;
-}
-
-static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
-  ringo_thread_clear_error();
-  ringoResult_t res = check_op(&op, stream);
-  if (res != ringoSuccess) return ringo_comm_record(op.comm, res);
-  if (ringo_group_enqueue(&op, &res)) return ringo_comm_record(op.comm, res);
-  return ringo_coll_run(&op); /* records its own errors: comm may be gone (aborted) once it returns */
-}
-
-ringoResult_t ringoAllReduce(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype,
-                             ringoRedOp_t op, ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){.coll = RINGO_COLL_ALLREDUCE, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count,
-                                  .type = datatype, .op = op, .comm = comm},
-                stream);
-}
-
-ringoResult_t ringoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ringoDataType_t datatype,
-                                 ringoRedOp_t op, ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){.coll = RINGO_COLL_REDUCESCATTER, .sendbuff = sendbuff, .recvbuff = recvbuff,
-                                  .count = recvcount, .type = datatype, .op = op, .comm = comm},
-                stream);
-}
-
-ringoResult_t ringoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ringoDataType_t datatype,
-                             ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){.coll = RINGO_COLL_ALLGATHER, .sendbuff = sendbuff, .recvbuff = recvbuff,
-                                  .count = sendcount, .type = datatype, .op = ringoSum, .comm = comm},
-                stream);
-}
-
-ringoResult_t ringoBroadcast(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype, int root,
-                             ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){.coll = RINGO_COLL_BROADCAST, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count,
-                                  .type = datatype, .op = ringoSum, .root = root, .comm = comm},
-                stream);
-}
-
-ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype,
-                          ringoRedOp_t op, int root, ringoComm_t comm, ringoStream_t stream) {
-  return submit((struct ringo_op){.coll = RINGO_COLL_REDUCE, .sendbuff = sendbuff, .recvbuff = recvbuff, .count = count,
-                                  .type = datatype, .op = op, .root = root, .comm = comm},
-                stream);
-}

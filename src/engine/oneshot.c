@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "engine/oneshot.h"
+
 #include "comm/board.h"
-#include "reduce/reduce.h"
 #include "engine/trace.h"
+#include "reduce/reduce.h"
 
 /* Below a few KiB the ring's 2(N-1) hand-offs, each a wake-up of the next rank, cost more than the
  * bytes: a one-shot all-reduce reads (N-1)·D instead of moving 2(N-1)/N·D, but waits once. */
@@ -110,7 +112,7 @@ static ringoResult_t gather_posts(const struct ringo_op* op, uint64_t b, const v
     const int r = (comm->rank + i) % n;
     struct ringo_fingerprint theirs;
     RINGO_CHECK(ringo_board_await(comm, b, r, op, &theirs, &in[r], since));
-    if (memcmp(&theirs, mine, sizeof *mine) != 0) return ringo_coll_mismatch(op, &theirs, r);
+    if (memcmp(&theirs, mine, sizeof *mine) != 0) return ringo_op_mismatch(op, &theirs, r);
   }
   return ringoSuccess;
 }
@@ -121,13 +123,13 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   const double t0 = comm->trace ? ringo_now() : 0;
   void* slot = NULL;
   double since = 0;
-  /* A staged collective is one phase here: its pipeline is cut from ringo_coll_rounds, 0 for a
+  /* A staged collective is one phase here: its pipeline is cut from ringo_select_rounds, 0 for a
    * one-shot op, so its input is all staged and the proxy ends its only phase. */
   assert(!op->phases || op->phases->n == 1);
   RINGO_CHECK(ringo_board_claim(comm, b, op, &slot, &since));
   const size_t bytes = posted_bytes(op, comm->rank);
   if (bytes > 0) ringo_copy2(slot, NULL, op->sendbuff, bytes);
-  const struct ringo_fingerprint mine = ringo_fingerprint_of(op);
+  const struct ringo_fingerprint mine = ringo_op_fingerprint(op);
   ringo_board_post(comm, b, &mine);
   const void* on_stack[64]; /* the inputs' addresses; more ranks than that on one host: the heap */
   const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
@@ -139,5 +141,16 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   const size_t read = count_board_bytes(op);
   ringo_board_done(comm, b);
   ringo_oneshot_trace(op, read, t0);
+  return ringoSuccess;
+}
+
+ringoResult_t ringo_oneshot_bracket(const struct ringo_op* op, uint64_t b, ringoResult_t (*run)(const struct ringo_op*)) {
+  const ringoComm_t comm = op->comm;
+  double since = 0;
+  RINGO_CHECK(ringo_board_claim(comm, b, op, NULL, &since));
+  const struct ringo_fingerprint fp = ringo_op_fingerprint(op);
+  ringo_board_post(comm, b, &fp);
+  RINGO_CHECK(run(op));
+  ringo_board_done(comm, b);
   return ringoSuccess;
 }

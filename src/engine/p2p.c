@@ -1,13 +1,15 @@
-/* p2p.c — ringoSend / ringoRecv: messages between any two ranks over links made on first use, and
- * the engine that progresses every send and receive of a group together so no pattern deadlocks.
+/* p2p.c — the point-to-point engine: messages between any two ranks over links made on first use
+ * (comm/mailbox.c), every send and receive of a batch progressed together so no pattern deadlocks.
  * Tested by test/test_p2p.cc (and through the NCCL shim by test/test_nccl_program.cc). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
 
-#include "comm/comm.h"
-#include "device/device.h"
+#include "engine/p2p.h"
+
+#include "comm/mailbox.h"
+#include "core/wait.h"
 #include "reduce/reduce.h"
 
 /* Every slice of a message starts with this header, so a receiver that expects another count or
@@ -23,148 +25,6 @@ _Static_assert(sizeof(struct p2p_header) <= P2P_HEADER, "p2p header too large");
 
 #define P2P_YIELDS 16       /* idle passes that yield at least, before the engine may nap */
 #define P2P_NAP_NS 20000L   /* a nap: short next to a slice's transfer, long next to a poll */
-#define P2P_LIVENESS_S 0.1  /* how often a sender waiting for a receiver's link asks if it exists */
-
-/* ---- the mailbox: how a sender tells its receiver where a link made on first use lives ----
- * One shared-memory table per host, made at init by the host's lowest rank, with one entry per
- * ordered pair of the host's ranks. The sender makes the link, writes its description into entry
- * (receiver, sender) and marks it posted; the receiver polls it. An MPI link needs no description
- * (its transport has local_info), so only ranks of one host ever use the table. */
-struct mailbox_entry {
-  _Atomic uint32_t posted;
-  uint32_t pad;
-  unsigned char info[RINGO_LINK_INFO_BYTES];
-};
-
-static int same_host(const ringoComm_t comm, int a, int b) {
-  return strcmp(comm->info[a].host, comm->info[b].host) == 0;
-}
-
-/* Rank r's index among the ranks of its host (in rank order); *nlocal = how many there are. */
-static int host_index(const ringoComm_t comm, int r, int* nlocal) {
-  int index = 0, n = 0;
-  for (int q = 0; q < comm->nranks; q++) {
-    if (!same_host(comm, q, r)) continue;
-    if (q < r) index++;
-    n++;
-  }
-  *nlocal = n;
-  return index;
-}
-
-static struct mailbox_entry* mailbox_entry(const ringoComm_t comm, int to, int from) {
-  int nlocal;
-  const int t = host_index(comm, to, &nlocal), f = host_index(comm, from, &nlocal);
-  return (struct mailbox_entry*)comm->mailbox + (size_t)t * (size_t)nlocal + (size_t)f;
-}
-
-ringoResult_t ringo_p2p_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  comm->p2p = calloc((size_t)comm->nranks, sizeof *comm->p2p);
-  if (!comm->p2p) return ringo_fail(ringoSystemError, "out of memory for point-to-point state");
-  if (comm->nranks == 1) return ringoSuccess;
-  int nlocal, leader = 0;
-  while (!same_host(comm, leader, comm->rank)) leader++;
-  host_index(comm, comm->rank, &nlocal);
-  comm->mailbox_bytes = ((size_t)nlocal * (size_t)nlocal * sizeof(struct mailbox_entry) + 4095) / 4096 * 4096;
-  char mine[64] = {0};
-  char* names = calloc((size_t)comm->nranks, sizeof mine);
-  ringoResult_t res = names ? ringoSuccess : ringo_fail(ringoSystemError, "out of memory for mailbox names");
-  if (res == ringoSuccess && leader == comm->rank && nlocal > 1)
-    res = ringo_shm_segment_create(comm->mailbox_bytes, mine, &comm->mailbox);
-  /* Every rank takes part in the allgather and the barrier, even one alone on its host. */
-  if (res == ringoSuccess) res = rv->allgather(rv->ctx, mine, sizeof mine, names);
-  if (res == ringoSuccess && leader != comm->rank && nlocal > 1) {
-    names[(size_t)leader * sizeof mine + sizeof mine - 1] = '\0';
-    res = ringo_shm_segment_attach(names + (size_t)leader * sizeof mine, comm->mailbox_bytes, &comm->mailbox);
-  }
-  if (res == ringoSuccess) res = rv->barrier(rv->ctx);
-  if (mine[0]) shm_unlink(mine); /* mapped by every rank of the host now, or never will be */
-  free(names);
-  return res;
-}
-
-void ringo_p2p_free(ringoComm_t comm) {
-  /* Links senders made for this rank that it never attached to: nobody else would free them. */
-  for (int r = 0; comm->p2p && comm->mailbox && r < comm->nranks; r++) {
-    if (comm->p2p[r].recv.link || r == comm->rank || !same_host(comm, r, comm->rank)) continue;
-    struct mailbox_entry* e = mailbox_entry(comm, comm->rank, r);
-    if (atomic_load_explicit(&e->posted, memory_order_acquire) && ringo_transport_shm.discard)
-      ringo_transport_shm.discard(e->info);
-  }
-  for (int r = 0; comm->p2p && r < comm->nranks; r++) {
-    struct ringo_conn* c[2] = {&comm->p2p[r].send, &comm->p2p[r].recv};
-    for (int k = 0; k < 2; k++)
-      if (c[k]->link) c[k]->tp->close(c[k]->link);
-  }
-  free(comm->p2p);
-  comm->p2p = NULL;
-  if (comm->mailbox) munmap(comm->mailbox, comm->mailbox_bytes);
-  comm->mailbox = NULL;
-}
-
-/* ---- links made on first use ----
- * The sender makes a link, so its first message never waits for the receiver (a small message
- * outside a group is buffered like any other); the receiver attaches when the description is
- * there. */
-
-static ringoResult_t check_same_host(const ringoComm_t comm, int peer, const struct ringo_transport* tp) {
-  if (same_host(comm, comm->rank, peer)) return ringoSuccess;
-  return ringo_fail(ringoInvalidUsage, "rank %d (host %s) and rank %d (host %s): a %s link needs both on one host",
-                    comm->rank, comm->info[comm->rank].host, peer, comm->info[peer].host, tp->name);
-}
-
-/* The sender's end. Never waits. */
-static ringoResult_t open_send_link(ringoComm_t comm, int peer) {
-  struct ringo_conn* c = &comm->p2p[peer].send;
-  if (c->link) return ringoSuccess;
-  struct ringo_link_params p;
-  ringo_comm_link_params(comm, peer, RINGO_CHANNEL_P2P, &p);
-  RINGO_CHECK(ringo_comm_pick_transport(comm, peer, &c->tp));
-  unsigned char info[RINGO_LINK_INFO_BYTES];
-  c->peer = peer;
-  if (c->tp->local_info) {
-    c->tp->local_info(&p, info);
-    return c->tp->send_connect(&p, info, &c->link);
-  }
-  RINGO_CHECK(check_same_host(comm, peer, c->tp));
-  RINGO_CHECK(c->tp->send_setup(&p, &c->link, info));
-  struct mailbox_entry* e = mailbox_entry(comm, peer, comm->rank);
-  memcpy(e->info, info, sizeof info);
-  atomic_store_explicit(&e->posted, 1, memory_order_release);
-  return ringoSuccess;
-}
-
-/* The receiver's end: attach once the sender has posted its link. *ready = 0: not yet. */
-static ringoResult_t try_open_recv_link(ringoComm_t comm, int peer, double* next_alive, int* ready) {
-  struct ringo_conn* c = &comm->p2p[peer].recv;
-  *ready = 1;
-  if (c->link) return ringoSuccess;
-  struct ringo_link_params p;
-  ringo_comm_link_params(comm, peer, RINGO_CHANNEL_P2P, &p);
-  RINGO_CHECK(ringo_comm_pick_transport(comm, peer, &c->tp));
-  c->peer = peer;
-  unsigned char info[RINGO_LINK_INFO_BYTES];
-  if (c->tp->local_info) return c->tp->recv_setup(&p, &c->link, info);
-  RINGO_CHECK(check_same_host(comm, peer, c->tp));
-  struct mailbox_entry* e = mailbox_entry(comm, comm->rank, peer);
-  if (atomic_load_explicit(&e->posted, memory_order_acquire) == 0) {
-    *ready = 0;
-    const double now = ringo_now();
-    if (now < *next_alive) return ringoSuccess;
-    *next_alive = now + P2P_LIVENESS_S;
-    if (!ringo_shm_pid_gone(comm->info[peer].pid)) return ringoSuccess;
-    /* A sender posts its link before its send returns, and shm keeps the link's segment for a
-     * receiver that attaches after the sender left: so a sender that posted between the two loads
-     * and then exited left its message behind. Only one gone with nothing posted never sent. */
-    if (atomic_load_explicit(&e->posted, memory_order_acquire) == 0)
-      return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to send", peer,
-                        (int)comm->info[peer].pid, comm->rank);
-    *ready = 1;
-  }
-  memcpy(info, e->info, sizeof info);
-  RINGO_CHECK(c->tp->recv_connect(&p, info, &c->link));
-  return c->tp->setup_done(c->link);
-}
 
 /* ---- messages ---- */
 
@@ -179,7 +39,7 @@ struct task {
   int self_paired;        /* a receive from this rank: filled by its send */
 };
 
-static const char* kind_name(const struct ringo_op* op) { return op->kind == RINGO_KIND_SEND ? "ringoSend" : "ringoRecv"; }
+const char* ringo_p2p_name(const struct ringo_op* op) { return op->kind == RINGO_KIND_SEND ? "ringoSend" : "ringoRecv"; }
 
 static ringoResult_t header_mismatch(ringoComm_t comm, const struct task* t, const struct p2p_header* h, size_t got) {
   const struct ringo_op* op = t->op;
@@ -225,8 +85,8 @@ static ringoResult_t task_step(ringoComm_t comm, struct task* t, const struct ri
   struct ringo_conn* c = sending ? &comm->p2p[op->peer].send : &comm->p2p[op->peer].recv;
   int ready = 1;
   *moved = 0;
-  if (sending) RINGO_CHECK(open_send_link(comm, op->peer));
-  else RINGO_CHECK(try_open_recv_link(comm, op->peer, &t->next_alive, &ready));
+  if (sending) RINGO_CHECK(ringo_mailbox_open_send(comm, op->peer));
+  else RINGO_CHECK(ringo_mailbox_try_open_recv(comm, op->peer, &t->next_alive, &ready));
   if (ready && !may_block) RINGO_CHECK(c->tp->poll(c->link, &ready));
   if (!ready) return ringoSuccess;
   /* At most a slot's payload; a send staged in phases stops where the stream has staged so far
@@ -325,10 +185,10 @@ static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t 
                      : t->done >= limit ? " (waiting for its stream to stage the bytes after these)" : "";
   if (aborted)
     return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted during %s #%llu %s rank %d", comm->rank,
-                      kind_name(t->op), (unsigned long long)t->seq, t->op->kind == RINGO_KIND_SEND ? "to" : "from",
+                      ringo_p2p_name(t->op), (unsigned long long)t->seq, t->op->kind == RINGO_KIND_SEND ? "to" : "from",
                       t->op->peer);
   return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s without progress: %s #%llu %s rank %d moved %zu of "
-                    "%zu bytes%s", comm->rank, comm->env.timeout_s, kind_name(t->op), (unsigned long long)t->seq,
+                    "%zu bytes%s", comm->rank, comm->env.timeout_s, ringo_p2p_name(t->op), (unsigned long long)t->seq,
                     t->op->kind == RINGO_KIND_SEND ? "to" : "from", t->op->peer, t->done, t->bytes, link);
 }
 
@@ -340,8 +200,14 @@ static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t 
 static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, const struct ringo_p2p_phases* ph) {
   size_t left = 0;
   for (size_t i = 0; i < n; i++) left += !tasks[i].finished;
-  const struct timespec nap = {0, P2P_NAP_NS};
-  double stall_start = 0;
+  /* Waiting for a device stream to stage a send's next phase counts too: its copies take
+   * milliseconds, and a stream that never gets there must not hold the proxy for ever. Shm links
+   * and the mailbox do not call MPI, which may owe a peer a send: the wait gives it turns. */
+  const struct ringo_wait_policy policy = {
+      .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag, .min_yields = P2P_YIELDS,
+      .yield_s = comm->env.yield_us * 1e-6, .sleep_ns = P2P_NAP_NS,
+      .net = ringo_comm_net_turns(comm) ? RINGO_WAIT_NET_OWN : RINGO_WAIT_NET_SHARED};
+  struct ringo_waiter w;
   int reported = 0; /* phases every receive holds, told to the stream */
   if (ph) report_received(tasks, n, ph, &reported);
   for (int idle = 0; left > 0;) {
@@ -353,7 +219,7 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, co
         ringoResult_t res = t->self_recv ? self_step(comm, t, ph, &moved) : task_step(comm, t, ph, left == 1, &moved);
         if (res != ringoSuccess)
           return ringo_annotate(res, "%s [in %s #%llu %s rank %d, at byte %zu of %zu]", ringo_thread_last_error(),
-                                kind_name(t->op), (unsigned long long)t->seq,
+                                ringo_p2p_name(t->op), (unsigned long long)t->seq,
                                 t->op->kind == RINGO_KIND_SEND ? "to" : "from", t->op->peer, t->done, t->bytes);
         progressed |= moved;
         if (ph && moved && (t->op->kind == RINGO_KIND_RECV || t->self_recv)) report_received(tasks, n, ph, &reported);
@@ -365,14 +231,10 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, co
       continue;
     }
     const double now = ringo_now();
-    if (idle++ == 0) stall_start = now;
-    /* Waiting for a device stream to stage a send's next phase counts too: its copies take
-     * milliseconds, and a stream that never gets there must not hold the proxy for ever. */
-    if (atomic_load_explicit(&comm->abort_flag, memory_order_relaxed)) return stalled(comm, tasks, n, ph, 1);
-    if (now - stall_start > comm->env.timeout_s) return stalled(comm, tasks, n, ph, 0);
-    ringo_net_progress(ringo_comm_net_turns(comm)); /* shm links and the mailbox do not call MPI, which may owe a peer a send */
-    const int yielding = idle < P2P_YIELDS || now - stall_start < comm->env.yield_us * 1e-6;
-    if (!yielding || !ringo_yield()) nanosleep(&nap, NULL);
+    if (idle++ == 0) ringo_waiter_start(&w, &policy, now); /* a stall begins: its own deadline */
+    const enum ringo_wait_end end = ringo_waiter_check(&w, now);
+    if (end != RINGO_WAIT_GO_ON) return stalled(comm, tasks, n, ph, end == RINGO_WAIT_ABORTED);
+    if (!ringo_waiter_yield(&w, now)) ringo_waiter_sleep(&w, now);
   }
   return ringoSuccess;
 }
@@ -391,101 +253,17 @@ static ringoResult_t run_batch(ringoComm_t comm, struct task* tasks, const struc
   return progress(comm, tasks, n, ph);
 }
 
-static ringoResult_t run_p2p(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int after_device,
-                             const struct ringo_p2p_phases* ph) {
-  ringoResult_t res = ringo_comm_check_usable(comm, kind_name(ops[0]));
+ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n,
+                            const struct ringo_p2p_phases* ph) {
+  ringoResult_t res = ringo_comm_check_usable(comm, ringo_p2p_name(ops[0]));
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   struct task* tasks = calloc(n, sizeof *tasks);
   if (!tasks) return ringo_comm_record(comm, ringo_fail(ringoSystemError, "out of memory for %zu sends/receives", n));
   atomic_fetch_add(&comm->inflight, 1);
-  /* The proxy of device sends and receives drives the same links from its own thread. */
-  if (after_device) res = ringo_device_quiesce(comm);
-  if (res == ringoSuccess) res = run_batch(comm, tasks, ops, n, ph);
+  res = run_batch(comm, tasks, ops, n, ph);
   if (res != ringoSuccess) ringo_comm_fail(comm, res);
   free(tasks);
   /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
   atomic_fetch_sub(&comm->inflight, 1);
   return res;
-}
-
-ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
-  return run_p2p(comm, ops, n, 1, NULL);
-}
-
-ringoResult_t ringo_p2p_run_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join) {
-  ringoResult_t res = ringo_comm_check_usable(comm, kind_name(ops[0]));
-  if (res != ringoSuccess) return ringo_comm_record(comm, res);
-  atomic_fetch_add(&comm->inflight, 1);
-  res = ringo_device_p2p_launch(comm, ops, n);
-  /* Joined even after a failure: copies already queued may still write the receive buffers. */
-  for (size_t i = 0; join && i < n; i++) {
-    const ringoResult_t r = ringo_device_join(ops[i]);
-    if (res == ringoSuccess) res = r;
-  }
-  if (res != ringoSuccess) ringo_comm_fail(comm, res); /* a half-enqueued batch leaves the links out of step */
-  atomic_fetch_sub(&comm->inflight, 1);
-  return res;
-}
-
-ringoResult_t ringo_p2p_run_staged(ringoComm_t comm, const struct ringo_op* const* ops, size_t n,
-                                   const struct ringo_p2p_phases* phases) {
-  return run_p2p(comm, ops, n, 0, phases);
-}
-
-/* ---- the public entry points ---- */
-
-static ringoResult_t submit(struct ringo_op op, ringoStream_t stream) {
-  op.stream = stream;
-  ringo_thread_clear_error();
-  const char* name = kind_name(&op);
-  const ringoComm_t comm = op.comm;
-  if (!comm) return ringo_fail(ringoInvalidArgument, "%s: comm is NULL", name);
-  const size_t esize = ringo_type_size(op.type);
-  const void* buf = op.kind == RINGO_KIND_SEND ? op.sendbuff : op.recvbuff;
-  ringoResult_t res = ringoSuccess;
-  if (atomic_load(&comm->abort_flag)) res = ringo_fail(ringoInvalidUsage, "%s: comm was aborted", name);
-  else if (esize == 0) res = ringo_fail(ringoInvalidArgument, "%s: invalid datatype %d", name, (int)op.type);
-  else if (op.peer < 0 || op.peer >= comm->nranks)
-    res = ringo_fail(ringoInvalidArgument, "%s: peer %d out of range [0, %d)", name, op.peer, comm->nranks);
-  else if (op.count > SIZE_MAX / esize)
-    res = ringo_fail(ringoInvalidArgument, "%s: count %zu of %s overflows the address space", name, op.count,
-                     ringo_type_name(op.type));
-  else if (op.count > 0 && !buf)
-    res = ringo_fail(ringoInvalidArgument, "%s: %s is NULL with count %zu", name,
-                     op.kind == RINGO_KIND_SEND ? "sendbuff" : "recvbuff", op.count);
-  else if ((op.device = op.count > 0 && ringo_device_is_device_ptr(buf)))
-    res = ringo_device_check(&op, stream, ringo_group_active(), name);
-  else if (stream && op.count > 0) /* count 0 with a stream is a no-op, as in NCCL */
-    res = ringo_fail(ringoInvalidArgument, "%s: a stream was given with a host buffer; point-to-point on host "
-                     "memory runs on the calling thread: pass NULL", name);
-  if (res != ringoSuccess) return ringo_comm_record(comm, res);
-  /* An empty message moves nothing at either end (the engine skips it too): queueing it would
-   * only make a group wait, e.g. for the communicator's device work before a host batch. A
-   * communicator in error still says so, as a collective of count 0 does. */
-  if (op.count == 0 && atomic_load(&comm->error) != ringoSuccess)
-    return ringo_comm_record(comm, ringo_comm_check_usable(comm, name));
-  if (op.count == 0) return ringoSuccess;
-  if (ringo_group_enqueue(&op, &res)) return ringo_comm_record(comm, res);
-  /* Caught before anything moves, so the communicator stays usable. */
-  if (op.peer == comm->rank)
-    return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "%s: rank %d %s itself outside a group; put the "
-                                              "ringoSend and the ringoRecv in one ringoGroupStart/End", name,
-                                              comm->rank, op.kind == RINGO_KIND_SEND ? "sends to" : "receives from"));
-  const struct ringo_op* one = &op;
-  if (op.device) return ringo_p2p_run_device(comm, &one, 1, 1);
-  return ringo_p2p_run(comm, &one, 1);
-}
-
-ringoResult_t ringoSend(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer, ringoComm_t comm,
-                        ringoStream_t stream) {
-  return submit((struct ringo_op){.kind = RINGO_KIND_SEND, .peer = peer, .sendbuff = sendbuff, .count = count,
-                                  .type = datatype, .comm = comm},
-                stream);
-}
-
-ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t datatype, int peer, ringoComm_t comm,
-                        ringoStream_t stream) {
-  return submit((struct ringo_op){.kind = RINGO_KIND_RECV, .peer = peer, .recvbuff = recvbuff, .count = count,
-                                  .type = datatype, .comm = comm},
-                stream);
 }

@@ -142,3 +142,19 @@ void ringo_chunk_geometry(enum ringo_coll coll, size_t count, int nranks, const 
       break;
   }
 }
+
+/* The gather path (engine/collectives.c) in rounds k = 0, 1, ...: how many inputs cross in round k. */
+int ringo_gather_round_blocks(int nranks, int k) {
+  const int d = 1 << k;
+  return d < nranks - d ? d : nranks - d;
+}
+
+int ringo_gather_max_blocks(int nranks) {
+  int most = 1;
+  for (int k = 0; 1 << k < nranks; k++) {
+    const int m = ringo_gather_round_blocks(nranks, k);
+    most = m > most ? m : most;
+  }
+  return most;
+}
+

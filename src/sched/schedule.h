@@ -97,4 +97,9 @@ int ringo_rs_recv_chunk(int nranks, int pos, int step);
 int ringo_ag_send_chunk(int nranks, int pos, int step);
 int ringo_ag_recv_chunk(int nranks, int pos, int step);
 
+/* The gather path's round k (Bruck's all-gather over ring positions): the inputs that cross in it,
+ * min(2^k, N - 2^k); and the most of any round. */
+int ringo_gather_round_blocks(int nranks, int k);
+int ringo_gather_max_blocks(int nranks);
+
 #endif /* RINGO_SCHEDULE_H_ */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/core.h"
+#include "core/wait.h"
 #include "transport/transport.h"
 
 #define MPI_LINK_MAGIC 0x4d474e52u /* "RNGM" */
@@ -127,19 +128,21 @@ ringoResult_t ringo_mpi_ctx_create(const void* user_mpi_comm, void** out) {
   return ringoSuccess;
 }
 
-int ringo_net_waiting(int own) {
+static int net_waiting(int own) {
   if (atomic_load_explicit(&live_links, memory_order_relaxed) == 0) return 0;
   return own || atomic_load_explicit(&thread_multiple, memory_order_relaxed);
 }
 
-void ringo_net_progress(int own) {
-  if (!ringo_net_waiting(own)) return;
+static void net_progress(int own) {
+  if (!net_waiting(own)) return;
   int finalized = 0, flag = 0;
   MPI_Finalized(&finalized);
   /* Nothing is received: a probe on MPI_COMM_SELF, where ringo sends nothing, only lets MPI move
    * whatever this process has in flight, on any communicator. */
   if (!finalized) MPI_SERIAL((void)MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_SELF, &flag, MPI_STATUS_IGNORE));
 }
+
+static const struct ringo_net_hook mpi_net_hook = {net_waiting, net_progress};
 
 int ringo_mpi_links_thread_safe(void) {
   int initialized = 0, provided = MPI_THREAD_SINGLE;
@@ -163,7 +166,7 @@ void ringo_mpi_ctx_free(void* p) {
   free(ctx);
 }
 
-static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, struct ringo_link** out) {
+static ringoResult_t mpi_link_new(const struct ringo_link_params* p, int is_recv, struct ringo_link** out) {
   if (!p->ctx) return ringo_fail(ringoInvalidUsage, "the mpi transport needs a communicator made by ringoCommInitMPI");
   struct ringo_link* l = calloc(1, sizeof *l);
   if (l) {
@@ -195,6 +198,7 @@ static ringoResult_t link_new(const struct ringo_link_params* p, int is_recv, st
   MPI_Query_thread(&provided);
   atomic_store_explicit(&thread_multiple, provided == MPI_THREAD_MULTIPLE, memory_order_relaxed);
   atomic_fetch_add_explicit(&live_links, 1, memory_order_relaxed);
+  ringo_wait_register_net(&mpi_net_hook); /* every wait of the process now gives MPI its turns */
   *out = l;
   return ringoSuccess;
 }
@@ -318,7 +322,7 @@ static ringoResult_t post_recv(struct ringo_link* l, int idx) {
 
 static ringoResult_t mpi_recv_setup(const struct ringo_link_params* p, struct ringo_link** link, void* info) {
   if (p->slot_bytes > (size_t)INT32_MAX) return ringo_fail(ringoInvalidArgument, "mpi slots are limited to 2 GiB");
-  RINGO_CHECK(link_new(p, 1, link));
+  RINGO_CHECK(mpi_link_new(p, 1, link));
   for (int i = 0; i < p->nslots; i++) {
     ringoResult_t res = post_recv(*link, i);
     if (res != ringoSuccess) {
@@ -340,7 +344,7 @@ static ringoResult_t mpi_send_connect(const struct ringo_link_params* p, const v
     return ringo_fail(ringoRemoteError, "mpi link %d->%d: the receiver described a different link (magic %#x, "
                       "rank %d, %llu-byte slots x %u)", p->self_rank, p->peer_rank, in.magic, in.rank,
                       (unsigned long long)in.slot_bytes, in.nslots);
-  return link_new(p, 0, link);
+  return mpi_link_new(p, 0, link);
 }
 
 static ringoResult_t mpi_setup_done(struct ringo_link* l) {
@@ -351,24 +355,30 @@ static ringoResult_t mpi_setup_done(struct ringo_link* l) {
 /* Polls one request to completion: MPI_Test drives MPI's progress engine; between polls the rank
  * yields and then naps, so oversubscribed ranks leave the cores to whoever has work. */
 static ringoResult_t wait_request(struct ringo_link* l, int idx, MPI_Status* status) {
-  double start = 0;
-  const struct timespec nap = {0, MPI_NAP_NS};
+  /* MPI_Test is MPI's own turn: this wait gives no other. */
+  const struct ringo_wait_policy policy = {.timeout_s = l->timeout_s, .abort_flag = l->abort_flag,
+                                           .min_yields = MPI_YIELDS, .sleep_ns = MPI_NAP_NS,
+                                           .net = RINGO_WAIT_NET_NONE};
+  struct ringo_waiter w;
   for (long i = 0;; i++) {
     int done = 0;
     MPI_CHECK(MPI_Test(&l->reqs[idx], &done, status), l->is_recv ? "MPI_Test of a receive" : "MPI_Test of a send", l);
     if (done) return ringoSuccess;
     if (i < l->spin) continue;
-    if (i == l->spin) start = ringo_now();
+    if (i == l->spin) ringo_waiter_start(&w, &policy, ringo_now());
     RINGO_CHECK(check_poisoned(l));
     if (l->interrupt) RINGO_CHECK(l->interrupt(l->interrupt_ctx));
-    if (l->abort_flag && atomic_load_explicit(l->abort_flag, memory_order_relaxed))
+    /* The clock is read one poll in 64 (MPI_Test is cheap next to it); the abort flag every poll. */
+    const double now = (i & 63) == 0 ? ringo_now() : w.start;
+    const enum ringo_wait_end end = ringo_waiter_check(&w, now);
+    if (end == RINGO_WAIT_ABORTED)
       return ringo_fail(ringoRemoteError, "rank %d: communicator aborted while waiting on the mpi link with rank %d",
                         l->self_rank, l->peer_rank);
-    if ((i & 63) == 0 && ringo_now() - start > l->timeout_s)
+    if (end == RINGO_WAIT_TIMED_OUT)
       return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s on mpi link %d->%d",
                         l->self_rank, l->timeout_s, l->peer_rank, l->is_recv ? "send data" : "receive a slice",
                         l->is_recv ? l->peer_rank : l->self_rank, l->is_recv ? l->self_rank : l->peer_rank);
-    if (i >= l->spin + MPI_YIELDS || !ringo_yield()) nanosleep(&nap, NULL);
+    if (!ringo_waiter_yield(&w, now)) ringo_waiter_sleep(&w, now);
   }
 }
 
@@ -453,8 +463,12 @@ static ringoResult_t mpi_flush(struct ringo_link* l) {
   return ringoSuccess;
 }
 
+/* MPI joins any two ranks of a communicator made over MPI (it has the MPI context). */
+static int mpi_can_connect(const struct ringo_link_ends* e) { return e->has_net; }
+
 const struct ringo_transport ringo_transport_mpi = {
     .name = "mpi",
+    .can_connect = mpi_can_connect,
     .sends_need_turns = 1,
     .recv_setup = mpi_recv_setup,
     .send_connect = mpi_send_connect,

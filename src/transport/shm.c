@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/wait.h"
+#include "transport/segment.h"
 #include "transport/transport.h"
 
 /* The segment:
@@ -34,8 +36,7 @@
 #define SHM_VERSION 1u
 #define SHM_CACHE_LINE 64
 #define SHM_PAGE 4096
-#define SHM_NAME_BYTES 64
-#define SHM_NAME_PREFIX "/ringo-"
+#define SHM_NAME_BYTES RINGO_SEGMENT_NAME_BYTES
 #define SHM_MAX_SLOTS 65536
 #define SHM_MAX_SLOT_BYTES ((uint64_t)1 << 32)
 #define SHM_YIELDS 4           /* sched_yield rounds between spinning and sleeping */
@@ -118,10 +119,6 @@ static inline void cpu_relax(void) {
 }
 
 /* Shared (not PRIVATE) futexes: the two ends may live in different processes. */
-static void futex_wait(atomic_uint* word, uint32_t expected, long ns) {
-  struct timespec ts = {.tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L};
-  syscall(SYS_futex, (void*)word, FUTEX_WAIT, expected, &ts, NULL, 0);
-}
 static void futex_wake(atomic_uint* word) { syscall(SYS_futex, (void*)word, FUTEX_WAKE, 1, NULL, NULL, 0); }
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
@@ -148,7 +145,7 @@ static ringoResult_t check_params(const struct ringo_link_params* p) {
   return ringoSuccess;
 }
 
-static struct ringo_link* link_new(const struct ringo_link_params* p, int is_recv) {
+static struct ringo_link* shm_link_new(const struct ringo_link_params* p, int is_recv) {
   struct ringo_link* l = calloc(1, sizeof *l);
   if (l == NULL) return NULL;
   l->is_recv = is_recv;
@@ -183,47 +180,10 @@ static ringoResult_t link_map(struct ringo_link* l, int fd, size_t total, size_t
   return ringoSuccess;
 }
 
-/* Creates a fresh 0600 object of total bytes under an unguessable name (written to name);
- * retries the rare name collision. */
-static ringoResult_t create_named(char name[SHM_NAME_BYTES], size_t total, int* fd_out) {
-  for (int attempt = 0; attempt < 8; attempt++) {
-    uint64_t rnd;
-    if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-      return ringo_fail(ringoSystemError, "getrandom failed: %s", strerror(errno));
-    snprintf(name, SHM_NAME_BYTES, SHM_NAME_PREFIX "%d-%016llx", (int)getpid(), (unsigned long long)rnd);
-    int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 && errno == EEXIST) continue;
-    if (fd < 0) return ringo_fail(ringoSystemError, "shm_open(%s) failed: %s", name, strerror(errno));
-    /* Reserving the pages now turns a full /dev/shm into an error here rather than a SIGBUS
-     * on the first touch of a slot. */
-    int err = posix_fallocate(fd, 0, (off_t)total);
-    if (err != 0) {
-      close(fd);
-      shm_unlink(name);
-      return ringo_fail(ringoSystemError, "reserving %zu bytes of shared memory for %s failed: %s", total, name,
-                        strerror(err));
-    }
-    *fd_out = fd;
-    return ringoSuccess;
-  }
-  return ringo_fail(ringoSystemError, "shm_open: could not find an unused segment name");
-}
-
 static ringoResult_t create_segment(struct ringo_link* l, size_t total, int* fd_out) {
-  RINGO_CHECK(create_named(l->name, total, fd_out));
+  RINGO_CHECK(ringo_segment_create_named(l->name, total, fd_out));
   l->name_live = 1;
   return ringoSuccess;
-}
-
-ringoResult_t ringo_shm_segment_create(size_t total, char name[SHM_NAME_BYTES], void** base) {
-  int fd = -1;
-  RINGO_CHECK(create_named(name, total, &fd));
-  *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (*base != MAP_FAILED) return ringoSuccess;
-  *base = NULL;
-  shm_unlink(name);
-  return ringo_fail(ringoSystemError, "mmap of shm segment %s (%zu bytes) failed: %s", name, total, strerror(errno));
 }
 
 /* Describes a fresh segment in its header (pages start zeroed, so counters, flags and
@@ -260,7 +220,7 @@ static ringoResult_t create_end(const struct ringo_link_params* p, int is_recv, 
   RINGO_CHECK(check_params(p));
   size_t data_off, stride, total = segment_layout(p->slot_bytes, (uint64_t)p->nslots, &data_off, &stride);
   if (total == 0) return ringo_fail(ringoInvalidArgument, "shm link: segment size overflows");
-  struct ringo_link* l = link_new(p, is_recv);
+  struct ringo_link* l = shm_link_new(p, is_recv);
   if (l == NULL) return ringo_fail(ringoSystemError, "shm link: out of memory");
   l->created = 1;
   int fd = -1;
@@ -286,21 +246,11 @@ static ringoResult_t shm_send_setup(const struct ringo_link_params* p, struct ri
   return create_end(p, 0, link, info);
 }
 
-/* The name must be one this transport could have made: no path tricks, bounded length. */
-static int valid_name(const char* name) {
-  const char* end = memchr(name, '\0', SHM_NAME_BYTES);
-  size_t prefix = strlen(SHM_NAME_PREFIX);
-  if (end == NULL || (size_t)(end - name) <= prefix || strncmp(name, SHM_NAME_PREFIX, prefix) != 0) return 0;
-  for (const char* c = name + prefix; c < end; c++)
-    if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') || *c == '-')) return 0;
-  return 1;
-}
-
 static ringoResult_t check_info(const struct ringo_link_params* p, const struct shm_info* in) {
   if (in->magic != SHM_MAGIC || in->version != SHM_VERSION)
     return ringo_fail(ringoRemoteError, "shm link %d->%d: link info from rank %d is not a ringo shm v%u description",
                       p->self_rank, p->peer_rank, p->peer_rank, SHM_VERSION);
-  if (!valid_name(in->name))
+  if (!ringo_segment_valid_name(in->name))
     return ringo_fail(ringoRemoteError, "shm link %d->%d: rank %d sent a malformed segment name",
                       p->self_rank, p->peer_rank, p->peer_rank);
   if (in->slot_bytes != p->slot_bytes || in->nslots != (uint32_t)p->nslots)
@@ -312,39 +262,11 @@ static ringoResult_t check_info(const struct ringo_link_params* p, const struct 
   return ringoSuccess;
 }
 
-/* The object behind a name must be ours, private and exactly the size the sizes imply. */
-static ringoResult_t check_object(const char* name, int fd, size_t total) {
-  struct stat st;
-  SYS_CHECK(fstat(fd, &st), "fstat of shm segment");
-  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0 || (size_t)st.st_size != total)
-    return ringo_fail(ringoRemoteError, "shm segment %s has owner %d, mode %o, size %lld; expected a file of "
-                      "ours, 0600, %zu bytes", name, (int)st.st_uid, (unsigned)(st.st_mode & 0777),
-                      (long long)st.st_size, total);
-  return ringoSuccess;
-}
-
 static ringoResult_t check_segment_file(const struct ringo_link* l, int fd, size_t total) {
-  ringoResult_t res = check_object(l->name, fd, total);
+  ringoResult_t res = ringo_segment_check_object(l->name, fd, total);
   if (res != ringoSuccess) return ringo_annotate(res, "shm link %d->%d: %s", l->self_rank, l->peer_rank,
                                                  ringo_thread_last_error());
   return ringoSuccess;
-}
-
-ringoResult_t ringo_shm_segment_attach(const char* name, size_t total, void** base) {
-  *base = NULL;
-  if (!valid_name(name)) return ringo_fail(ringoRemoteError, "shm segment name is malformed");
-  int fd = shm_open(name, O_RDWR, 0);
-  if (fd < 0)
-    return ringo_fail(errno == ENOENT ? ringoRemoteError : ringoSystemError, "shm_open(%s) failed: %s", name,
-                      strerror(errno));
-  ringoResult_t res = check_object(name, fd, total);
-  if (res == ringoSuccess) {
-    void* p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) res = ringo_fail(ringoSystemError, "mmap of shm segment %s failed: %s", name, strerror(errno));
-    else *base = p;
-  }
-  close(fd);
-  return res;
 }
 
 static ringoResult_t check_header(const struct ringo_link* l, const struct shm_info* in) {
@@ -367,7 +289,7 @@ static ringoResult_t attach_end(const struct ringo_link_params* p, int is_recv, 
   RINGO_CHECK(check_info(p, &in));
   size_t data_off, stride, total = segment_layout(in.slot_bytes, in.nslots, &data_off, &stride);
   if (total == 0) return ringo_fail(ringoInvalidArgument, "shm link: segment size overflows");
-  struct ringo_link* l = link_new(p, is_recv);
+  struct ringo_link* l = shm_link_new(p, is_recv);
   if (l == NULL) return ringo_fail(ringoSystemError, "shm link: out of memory");
   memcpy(l->name, in.name, sizeof l->name);
   ringoResult_t res;
@@ -430,7 +352,7 @@ static void shm_close(struct ringo_link* l) {
 static void shm_discard(const void* info) {
   struct shm_info in;
   memcpy(&in, info, sizeof in);
-  if (in.magic == SHM_MAGIC && valid_name(in.name)) shm_unlink(in.name);
+  if (in.magic == SHM_MAGIC && ringo_segment_valid_name(in.name)) shm_unlink(in.name);
 }
 
 /* ---- waiting ----
@@ -457,32 +379,17 @@ static int peer_ready(const struct ringo_link* l, uint32_t v) {
 
 static const char* awaited(const struct ringo_link* l) { return l->is_recv ? "post data" : "release a slot"; }
 
-/* A process that has exited, or is a zombie nobody has reaped yet, will never move its counter. */
-int ringo_shm_pid_gone(int pid) {
-  if (kill(pid, 0) == -1 && errno == ESRCH) return 1;
-  char path[64], buf[256];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char* paren = strrchr(buf, ')'); /* the command name may itself contain ')' */
-  return paren != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
-}
-
 /* The peer's pid when its process is gone, else 0. */
 static pid_t peer_gone(const struct ringo_link* l) {
   const struct shm_header* h = l->hdr;
   pid_t pid = l->created ? atomic_load_explicit(&h->attacher_pid, memory_order_acquire) : h->creator_pid;
   if (pid <= 0) pid = l->peer_pid; /* not attached yet: the process init said the peer runs in */
-  return pid > 0 && ringo_shm_pid_gone(pid) ? pid : 0;
+  return pid > 0 && ringo_wait_pid_gone(pid) ? pid : 0;
 }
 
 /* The error the link was poisoned with (by either end: a rank that poisons its links waits on
  * none of them any more), or ringoSuccess. */
-static ringoResult_t poison_error(const struct ringo_link* l) {
+static ringoResult_t shm_poison_error(const struct ringo_link* l) {
   if (atomic_load_explicit(&l->hdr->poisoned, memory_order_acquire) != 1) return ringoSuccess;
   char msg[RINGO_POISON_MSG_BYTES];
   memcpy(msg, l->hdr->poison_msg, sizeof msg);
@@ -494,17 +401,20 @@ static ringoResult_t poison_error(const struct ringo_link* l) {
 
 /* Everything that ends a wait other than the peer: poison, the caller's interrupt, abort, deadline,
  * a dead peer. */
-static ringoResult_t check_wait(const struct ringo_link* l, double now, double start, double* next_alive) {
-  RINGO_CHECK(poison_error(l));
+static ringoResult_t shm_check_wait(const struct ringo_link* l, struct ringo_waiter* w, double now) {
+  RINGO_CHECK(shm_poison_error(l));
   if (l->interrupt) RINGO_CHECK(l->interrupt(l->interrupt_ctx));
-  if (l->abort_flag != NULL && atomic_load_explicit(l->abort_flag, memory_order_relaxed) != 0)
-    return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting for rank %d to %s on shm link %d->%d",
-                      l->self_rank, l->peer_rank, awaited(l), sender_rank(l), receiver_rank(l));
-  if (now - start >= l->timeout_s)
-    return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s on shm link %d->%d",
-                      l->self_rank, l->timeout_s, l->peer_rank, awaited(l), sender_rank(l), receiver_rank(l));
-  if (now >= *next_alive) {
-    *next_alive = now + SHM_LIVENESS_S;
+  switch (ringo_waiter_check(w, now)) {
+    case RINGO_WAIT_ABORTED:
+      return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting for rank %d to %s on shm link %d->%d",
+                        l->self_rank, l->peer_rank, awaited(l), sender_rank(l), receiver_rank(l));
+    case RINGO_WAIT_TIMED_OUT:
+      return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s on shm link %d->%d",
+                        l->self_rank, l->timeout_s, l->peer_rank, awaited(l), sender_rank(l), receiver_rank(l));
+    case RINGO_WAIT_GO_ON:
+      break;
+  }
+  if (ringo_waiter_liveness_due(w, now)) {
     const pid_t pid = peer_gone(l);
     /* The peer may have moved its counter just before it left, after the caller last looked: that
      * move still counts (the caller looks again, and a dead peer moves it no more). */
@@ -523,23 +433,22 @@ static ringoResult_t corrupt(const struct ringo_link* l, uint32_t v) {
 }
 
 static ringoResult_t wait_slow(struct ringo_link* l, atomic_uint* word, atomic_uint* my_flag) {
-  double start = ringo_now(), next_alive = start + SHM_LIVENESS_S;
-  for (int round = 0;; round++) {
+  const struct ringo_wait_policy policy = {
+      .timeout_s = l->timeout_s, .abort_flag = l->abort_flag, .min_yields = SHM_YIELDS, .yield_s = l->yield_s,
+      .sleep_ns = SHM_SLEEP_NS, .net_sleep_ns = SHM_NET_SLEEP_NS, .liveness_s = SHM_LIVENESS_S,
+      .net = l->net_turns ? RINGO_WAIT_NET_OWN : RINGO_WAIT_NET_SHARED};
+  struct ringo_waiter w;
+  ringo_waiter_start(&w, &policy, ringo_now());
+  for (;;) {
     uint32_t v = atomic_load_explicit(word, memory_order_acquire);
     int ready = peer_ready(l, v);
     if (ready != 0) return ready > 0 ? ringoSuccess : corrupt(l, v);
     double now = ringo_now();
-    RINGO_CHECK(check_wait(l, now, start, &next_alive));
-    ringo_net_progress(l->net_turns);
-    if ((round < SHM_YIELDS || now - start < l->yield_s) && ringo_yield()) continue;
+    RINGO_CHECK(shm_check_wait(l, &w, now));
+    if (ringo_waiter_yield(&w, now)) continue;
     atomic_store_explicit(my_flag, 1, memory_order_seq_cst);
     v = atomic_load_explicit(word, memory_order_seq_cst);
-    if (peer_ready(l, v) == 0) {
-      const long nap = ringo_net_waiting(l->net_turns) ? SHM_NET_SLEEP_NS : SHM_SLEEP_NS;
-      double left = start + l->timeout_s - now;
-      long ns = left < nap * 1e-9 ? (long)(left * 1e9) + 1 : nap;
-      futex_wait(word, v, ns);
-    }
+    if (peer_ready(l, v) == 0) ringo_waiter_futex(&w, now, word, v);
     atomic_store_explicit(my_flag, 0, memory_order_relaxed);
   }
 }
@@ -627,8 +536,16 @@ static ringoResult_t shm_poll(struct ringo_link* l, int* ready) {
   if (r < 0) return corrupt(l, v);
   *ready = r;
   if (r) return ringoSuccess;
-  const double now = ringo_now(); /* start = now: the caller owns the deadline */
-  return check_wait(l, now, now, &l->next_alive);
+  /* The caller owns the deadline: a poll looks at poison, interrupt, abort and liveness. */
+  const double now = ringo_now();
+  const struct ringo_wait_policy policy = {.timeout_s = l->timeout_s, .abort_flag = l->abort_flag,
+                                           .liveness_s = SHM_LIVENESS_S};
+  struct ringo_waiter w;
+  ringo_waiter_start(&w, &policy, now);
+  w.next_alive = l->next_alive;
+  const ringoResult_t res = shm_check_wait(l, &w, now);
+  l->next_alive = w.next_alive;
+  return res;
 }
 
 static ringoResult_t shm_flush(struct ringo_link* l) {
@@ -652,8 +569,12 @@ static void shm_poison(struct ringo_link* l, ringoResult_t code, const char* msg
   futex_wake(&h->tail);
 }
 
+/* Shared memory joins ranks of one host; forced, it joins any (ranks of fake hosts on one machine). */
+static int shm_can_connect(const struct ringo_link_ends* e) { return e->same_host || e->forced; }
+
 const struct ringo_transport ringo_transport_shm = {
     .name = "shm",
+    .can_connect = shm_can_connect,
     .recv_setup = shm_recv_setup,
     .send_connect = shm_send_connect,
     .setup_done = shm_setup_done,
@@ -668,6 +589,6 @@ const struct ringo_transport ringo_transport_shm = {
     .poll = shm_poll,
     .flush = shm_flush,
     .poison = shm_poison,
-    .peer_poisoned = poison_error,
+    .peer_poisoned = shm_poison_error,
     .close = shm_close,
 };

@@ -35,7 +35,7 @@ struct ringo_link_params {
   int channel;                 /* which family of links (RINGO_CHANNEL_*): keeps MPI messages of a ring
                                   link, a star link and a point-to-point link between one pair apart */
   int net_turns;               /* the communicator has MPI links, so its calls already call MPI on this
-                                  thread: its waits may give MPI turns (ringo_net_progress) */
+                                  thread: its waits may give MPI turns (core/wait.h) */
   /* Also ends a wait, between polls, with the error it returns (with its message set): another
    * link the waiter's caller knows a failure would show on first (comm.c, the two-level ring's
    * links). NULL: none. Called only on the waiting thread. */
@@ -48,8 +48,17 @@ enum {
   RINGO_CHANNEL_HOST_RING = 4, RINGO_CHANNEL_NET_RING = 5 /* the two-level ring's (comm.h) */
 };
 
+/* What a transport is asked about the two ends of a link it might make (can_connect). */
+struct ringo_link_ends {
+  int same_host; /* both ranks say they run on one host (RINGO_HOSTNAME may fake that) */
+  int has_net;   /* the communicator has a network context (ringoCommInitMPI) */
+  int forced;    /* RINGO_TRANSPORT names this transport for every link */
+};
+
 struct ringo_transport {
   const char* name;
+  /* 1 when this transport can join the two ends (the table asks each in turn). */
+  int (*can_connect)(const struct ringo_link_ends* ends);
   /* 1: a posted send moves only while this rank calls into the transport (MPI over TCP), so the
    * engine finishes a collective's sends (flush) before the call returns, rather than leave a
    * receiver on another host waiting for this rank's next call. */
@@ -99,15 +108,15 @@ struct ringo_transport {
   void (*close)(struct ringo_link* link);
 };
 
-extern const struct ringo_transport ringo_transport_shm;
+/* ONE TABLE of the transports (table.c), in the order they are asked: a new transport is one file
+ * exporting its struct plus one line there. */
+/* The first transport that can connect ends, or NULL when none can. */
+const struct ringo_transport* ringo_transport_pick(const struct ringo_link_ends* ends);
+/* The transport called name (RINGO_TRANSPORT), or NULL; names, when not NULL, gets the known names
+ * ("shm mpi") for an error message. */
+const struct ringo_transport* ringo_transport_by_name(const char* name, char* names, size_t cap);
 
-/* Shared-memory helpers for other same-host structures (the point-to-point mailbox, p2p.c). */
-/* Creates a fresh 0600 segment of total bytes under an unguessable name, mapped at *base. */
-ringoResult_t ringo_shm_segment_create(size_t total, char name[64], void** base);
-/* Maps the segment another rank of this user created under name; it must be exactly total bytes. */
-ringoResult_t ringo_shm_segment_attach(const char* name, size_t total, void** base);
-/* 1 when process pid has exited (or is a zombie): it will never answer. */
-int ringo_shm_pid_gone(int pid);
+extern const struct ringo_transport ringo_transport_shm;
 #ifdef RINGO_HAVE_MPI
 extern const struct ringo_transport ringo_transport_mpi;
 /* The MPI transport's context: a private duplicate of the user's MPI communicator (so ringo's
@@ -120,22 +129,6 @@ int ringo_mpi_links_thread_safe(void);
 /* The most threads that were inside MPI through the mpi transport at once since the last reset
  * (reset: return it and start again from 0). Below MPI_THREAD_MULTIPLE it must stay 1. For tests. */
 int ringo_mpi_most_concurrent_calls(int reset);
-#endif
-
-/* Process-wide turns for MPI. While an MPI link lives in this process, every wait of ringo (a shm
- * link, the board, the point-to-point engine) gives MPI a turn each round and naps briefly rather
- * than sleep: over TCP a posted MPI send, of any communicator, moves only while its rank calls into
- * MPI, and the rank it is for may be the one this rank waits on (a ring with two ranks per host
- * waited on itself until RINGO_TIMEOUT). own: the waiting communicator has MPI links itself, so its
- * call already calls MPI on this thread. Below MPI_THREAD_MULTIPLE only such waits take turns: any
- * other could call MPI beside another thread's MPI call (the user's, a group's other communicator,
- * the DDP thread). At MPI_THREAD_MULTIPLE every wait does. ringo_net_waiting: 1 when turns are taken. */
-#ifdef RINGO_HAVE_MPI
-int ringo_net_waiting(int own);
-void ringo_net_progress(int own);
-#else
-static inline int ringo_net_waiting(int own) { (void)own; return 0; }
-static inline void ringo_net_progress(int own) { (void)own; }
 #endif
 
 #ifdef __cplusplus

@@ -1,9 +1,9 @@
-/* comm_mpi.c — ringoCommInitMPI: the rendezvous over MPI collectives, MPI links between hosts.
+/* init_mpi.c — ringoCommInitMPI: the rendezvous over MPI collectives, MPI links between hosts.
  * Built only with MPI (RINGO_HAVE_MPI). Tested by test/mpi/test_mpi_ring.cc under mpirun. */
 #ifdef RINGO_HAVE_MPI
 #include <mpi.h>
 
-#include "comm/comm.h"
+#include "api/lifecycle.h"
 #include "ringo_mpi.h"
 
 struct mpi_rendezvous { MPI_Comm comm; };
@@ -52,6 +52,6 @@ ringoResult_t ringoCommInitMPI(ringoComm_t* out, MPI_Comm mpicomm) {
   /* The rendezvous uses the duplicate too, so none of it can match the user's own messages. */
   struct mpi_rendezvous mrv = {*(MPI_Comm*)tctx};
   const struct ringo_rendezvous rv = {&mrv, mpi_allgather, mpi_barrier};
-  return ringo_comm_create(out, nranks, rank, &rv, tctx, ringo_mpi_ctx_free);
+  return ringo_lifecycle_create(out, nranks, rank, &rv, tctx, ringo_mpi_ctx_free);
 }
 #endif /* RINGO_HAVE_MPI */

@@ -1,0 +1,146 @@
+/* init.c — the public communicator calls: version, unique id, ringoCommInitRank (through the group
+ * door, api/group.c), ringoCommInitAll, destroy, abort, the queries and the last error.
+ * Tested by test/test_api.cc and every multi-rank suite. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "api/group.h"
+#include "api/lifecycle.h"
+#include "boot/bootstrap.h"
+#include "core/wait.h"
+#include "device/device.h"
+
+ringoResult_t ringoGetVersion(int* version) {
+  if (!version) return ringo_fail(ringoInvalidArgument, "ringoGetVersion: version is NULL");
+  *version = RINGO_VERSION_CODE;
+  return ringoSuccess;
+}
+
+ringoResult_t ringoGetUniqueId(ringoUniqueId* id) {
+  if (!id) return ringo_fail(ringoInvalidArgument, "ringoGetUniqueId: id is NULL");
+  return ringo_bootstrap_root_start(id);
+}
+
+ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, int rank) {
+  ringo_thread_clear_error();
+  if (!out) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: comm is NULL");
+  *out = NULL;
+  if (nranks < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: nranks %d < 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: rank %d out of range [0, %d)", rank, nranks);
+  ringoComm_t comm = ringo_comm_alloc(nranks, rank);
+  if (!comm) return ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory");
+  /* Inside a group it is only queued and made at ringoGroupEnd; outside, made now. */
+  const ringoResult_t res = ringo_group_submit_init(comm, &id);
+  if (res != ringoSuccess) {
+    ringo_lifecycle_free(comm);
+    return res;
+  }
+  *out = comm;
+  return ringoSuccess;
+}
+
+struct init_job {
+  ringoComm_t* comm;
+  int nranks, rank;
+  int dev; /* CUDA device to bind, or -1 */
+  ringoUniqueId id;
+  ringoResult_t res;
+  char error[RINGO_ERROR_BYTES];
+};
+
+static void* init_thread(void* arg) {
+  struct init_job* job = arg;
+  job->res = job->dev >= 0 ? ringo_device_select(job->dev) : ringoSuccess;
+  if (job->res == ringoSuccess) job->res = ringoCommInitRank(job->comm, job->nranks, job->id, job->rank);
+  snprintf(job->error, sizeof job->error, "%s", ringo_thread_last_error());
+  return NULL;
+}
+
+ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist) {
+  ringo_thread_clear_error();
+  if (!comms) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: comms is NULL");
+  if (ndev < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: ndev %d < 1", ndev);
+  const int ndevices = devlist ? ringo_device_count() : 0;
+  if (devlist && ndevices == 0)
+    return ringo_fail(ringoUnhandledCudaError, "ringoCommInitAll: devlist names CUDA devices, but %s; pass "
+                      "devlist = NULL for host ranks", ringo_device_count() == 0 ? "this process sees no CUDA device"
+                                                                                 : "the CUDA path is unavailable");
+  for (int i = 0; devlist && i < ndev; i++)
+    if (devlist[i] < 0 || devlist[i] >= ndevices)
+      return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: devlist[%d] = %d, but the devices are 0..%d", i,
+                        devlist[i], ndevices - 1);
+  ringoUniqueId id;
+  RINGO_CHECK(ringoGetUniqueId(&id));
+  struct init_job* jobs = calloc((size_t)ndev, sizeof *jobs);
+  pthread_t* threads = calloc((size_t)ndev, sizeof *threads);
+  if (!jobs || !threads) {
+    free(jobs);
+    free(threads);
+    return ringo_fail(ringoSystemError, "ringoCommInitAll: out of memory");
+  }
+  int started = 0;
+  for (; started < ndev; started++) {
+    jobs[started] = (struct init_job){.comm = &comms[started], .nranks = ndev, .rank = started, .id = id,
+                                      .dev = devlist ? devlist[started] : -1};
+    if (pthread_create(&threads[started], NULL, init_thread, &jobs[started]) != 0) break;
+  }
+  ringoResult_t res = started == ndev ? ringoSuccess : ringo_fail(ringoSystemError, "ringoCommInitAll: pthread_create failed");
+  for (int i = 0; i < started; i++) {
+    pthread_join(threads[i], NULL);
+    if (res == ringoSuccess && jobs[i].res != ringoSuccess) res = ringo_annotate(jobs[i].res, "ringoCommInitAll: rank %d: %s", i, jobs[i].error);
+  }
+  /* One failed rank fails them all: the ring is incomplete without it. */
+  for (int i = 0; res != ringoSuccess && i < started; i++) {
+    ringo_lifecycle_free(comms[i]);
+    comms[i] = NULL;
+  }
+  free(jobs);
+  free(threads);
+  return res;
+}
+
+ringoResult_t ringoCommDestroy(ringoComm_t comm) {
+  if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommDestroy: comm is NULL");
+  ringo_lifecycle_free(comm);
+  return ringoSuccess;
+}
+
+ringoResult_t ringoCommAbort(ringoComm_t comm) {
+  if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommAbort: comm is NULL");
+  atomic_store(&comm->abort_flag, 1);
+  ringo_device_abort(comm);
+  /* A collective in another thread notices the flag within one sleep of its wait loop; it must
+   * leave before the memory it uses goes away. */
+  const struct ringo_wait_policy policy = {.timeout_s = 1e30, .sleep_ns = 1000000L, .net = RINGO_WAIT_NET_NONE};
+  struct ringo_waiter w;
+  ringo_waiter_start(&w, &policy, ringo_now());
+  while (atomic_load(&comm->inflight) > 0) ringo_waiter_sleep(&w, ringo_now());
+  ringo_lifecycle_free(comm);
+  return ringoSuccess;
+}
+
+#define QUERY(fn, type, what, expr)                                                          \
+  ringoResult_t fn(const ringoComm_t comm, type* what) {                                     \
+    if (!comm) return ringo_fail(ringoInvalidArgument, #fn ": comm is NULL");                \
+    if (!what) return ringo_comm_record(comm, ringo_fail(ringoInvalidArgument, #fn ": " #what " is NULL")); \
+    *what = (expr);                                                                          \
+    return ringoSuccess;                                                                     \
+  }
+QUERY(ringoCommCount, int, count, comm->nranks)
+QUERY(ringoCommUserRank, int, rank, comm->rank)
+QUERY(ringoCommCuDevice, int, device, comm->cuda_dev)
+QUERY(ringoCommLocalRanks, int, nlocal, ringo_device_local_ranks(comm))
+/* Cheap and thread-safe: two loads (the device's error word is host memory the kernel writes). */
+QUERY(ringoCommGetAsyncError, ringoResult_t, asyncError,
+      atomic_load(&comm->error) != ringoSuccess ? atomic_load(&comm->error) : ringo_device_async_error(comm))
+QUERY(ringoCommGetStats, ringoCommStats, stats,
+      ((ringoCommStats){atomic_load_explicit(&comm->bytes_sent, memory_order_relaxed),
+                        atomic_load_explicit(&comm->bytes_received, memory_order_relaxed),
+                        atomic_load_explicit(&comm->collectives, memory_order_relaxed)}))
+
+const char* ringoGetLastError(ringoComm_t comm) {
+  return comm ? ringo_comm_last_error(comm) : ringo_thread_last_error();
+}

@@ -1,0 +1,26 @@
+/* oneshot.h — the one-shot path for small collectives on a communicator with a board (comm/board.h):
+ * every rank posts its input and combines all of them in the ring's own order, so the bits equal the
+ * ring's. Implemented in oneshot.c; tested by test/test_oneshot.cc. */
+#ifndef RINGO_ENGINE_ONESHOT_H_
+#define RINGO_ENGINE_ONESHOT_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm/op.h"
+
+/* 1 when op's input fits the board, which every rank decides alike from the fingerprint; then op
+ * runs as board op b. */
+int ringo_oneshot_fits(const struct ringo_op* op);
+ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b);
+/* This rank's result of op from every rank's input (in[rank]), combined in the ring's own order, so
+ * the bits equal the ring's; shared by the board and the gather path (collectives.c). */
+ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in);
+/* Op b of a board that runs elsewhere (run: the algorithm chosen): it still claims its side of the
+ * board and posts its fingerprint, so a peer in a one-shot op finds by it that this rank runs
+ * another collective instead of waiting for it (comm/board.h); then runs, then marks b done. */
+ringoResult_t ringo_oneshot_bracket(const struct ringo_op* op, uint64_t b, ringoResult_t (*run)(const struct ringo_op*));
+/* RINGO_TRACE's one event for such a collective (board or gather path): `read` bytes from peers since t0. */
+void ringo_oneshot_trace(const struct ringo_op* op, size_t read, double t0);
+
+#endif /* RINGO_ENGINE_ONESHOT_H_ */
