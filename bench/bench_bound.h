@@ -13,7 +13,7 @@
 struct bw_thread { double *a, *b, *c; size_t n; int reps, cpu; pthread_barrier_t* bar; double t0, t1; };
 
 /* Each thread moves to its own core (threads inherit the caller's affinity, and mpirun binds a
- * rank to one core: measured, all threads on it gave 48 GB/s copy where the host has 82), first-
+ * rank to one core, which measures far less than the host has: docs/performance.md), first-
  * touches its own slice, then runs reps x (copy, add) between barriers that the main thread uses
  * to time the whole machine's pass. */
 static void* bw_worker(void* arg) {

@@ -262,9 +262,9 @@ extern "C" struct gloo_side* gloo_side_open(int rank, int nranks, int one_host, 
     g->ctx->setTimeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3)));
     ExchangeStore store(nranks, exchange, ctx);
     g->ctx->connectFullMesh(store, dev);
-    // Fresh connections are slow: at N = 2 on this project's 2-core VM each of Gloo's first ~25 calls
-    // took 3-4 ms, then a barrier took ~0.06 ms. Untimed barriers bring them to their steady state,
-    // so the bench's few warm-up iterations time Gloo as a long training run would see it.
+    // Fresh connections are slow for Gloo's first few dozen calls (measured: docs/performance.md).
+    // Untimed barriers bring them to their steady state, so the bench's few warm-up iterations time
+    // Gloo as a long training run would see it.
     for (int i = 0; i < kWarmBarriers; i++) barrier(g.get());
   });
   return rc == 0 ? g.release() : nullptr;

@@ -82,7 +82,8 @@ static void mpi_coll_checked(const struct bench* b, const struct row* w, int inp
 /* A barrier whose waiters yield the CPU instead of spinning. Between a ringo call and an MPI call
  * (A B A B) each library's stragglers would otherwise share their cores with the other library's
  * early finishers: Open MPI's spinning waiters steal the CPU from ringo's stragglers, ringo's
- * yielding ones give it to MPI's — a bias against ringo whenever ranks outnumber cores. */
+ * yielding ones give it to MPI's — a bias against ringo whenever ranks outnumber cores
+ * (measured: docs/performance.md, "The benchmark"). */
 static void mpi_quiet_barrier(void) {
   MPI_Request req;
   MB_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));

@@ -39,7 +39,7 @@ mkdir -p "$OUT" "$IMG"
 MPIRUN=""
 if command -v mpirun >/dev/null 2>&1 && ldd "$BIN" 2>/dev/null | grep -q libmpi; then
   # --bind-to none: mpirun pins each of 2 ranks to a core, and a rank that sleeps while it waits
-  # then queues behind whatever else runs on its core (MPI spins and keeps it): measured 2-4x.
+  # then queues behind whatever else runs on its core (MPI spins and keeps it; docs/performance.md).
   MPIRUN="mpirun --oversubscribe --bind-to none"
   [ "$(id -u)" -ne 0 ] || MPIRUN="$MPIRUN --allow-run-as-root"
 fi
