@@ -287,6 +287,14 @@ $(BUILD)/test/test_nccl_abi: test/test_nccl_abi.cc $(NCCL_TEST_MAIN) nccl/nccl.h
 $(BUILD)/test/test_nccl_program: test/test_nccl_program.cc $(NCCL_TEST_MAIN) $(NCCL_PROGRAM) $(NCCL_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(NCCL_TEST_DEFS) $< $(NCCL_TEST_MAIN) -o $@ -lgtest -pthread
+# The calls beyond 2.10 (test_nccl_calls: init, split, all-to-all/gather/scatter; test_nccl_ops:
+# PreMulSum, groups, memory, the unsupported calls), ranks as threads, linked as a client links.
+NCCL_CALL_TESTS := $(BUILD)/test/test_nccl_calls $(BUILD)/test/test_nccl_ops
+$(NCCL_CALL_TESTS): $(BUILD)/test/%: test/%.cc test/nccl/nccl_ranks.h $(NCCL_TEST_MAIN) nccl/nccl.h $(NCCL_LIB) \
+                    $(NCCL_DIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CXX) -Inccl -Itest $(CPPFLAGS) $(CXXFLAGS) $< $(NCCL_TEST_MAIN) -o $@ \
+	  -L$(NCCL_DIR) -Wl,--disable-new-dtags,-rpath,$(abspath $(NCCL_DIR)) -lnccl -lgtest -pthread
 # ---- NCCL drop-in (end) ----
 
 # ==== reliability: sanitizers, ThreadSanitizer, valgrind, fuzzers (.ci/test_all.sh) ==============

@@ -88,6 +88,7 @@ static float half_to_float(uint16_t h) {
 static uint16_t float_to_half(float f) {
   const uint16_t sign = signbit(f) ? 0x8000 : 0;
   const float a = fabsf(f);
+  if (a == 0) return sign;
   if (isnan(a)) return sign | 0x7e00;
   if (a >= 65520.0f) return sign | 0x7c00; /* rounds past the largest half, 65504 */
   int e;
