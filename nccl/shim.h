@@ -51,6 +51,7 @@ struct ncclComm {
   int nredops;
   char msg[SHIM_MSG_BYTES];       /* the shim's last message about this comm ... */
   int msg_set;                    /* ... newer than ringo's when set */
+  struct ncclComm* next_aborted;  /* the list of aborted records (shim_comm.c) */
   /* The init thread's arguments. */
   int nranks, rank, device;
   ringoUniqueId id;

@@ -195,7 +195,8 @@ NCCL_PROFILING_ALIAS(ncclCommFinalize);
  * failed init leaves a record without a ringo communicator: only the record is freed. */
 NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
-  ringoComm_t rc = shim_ringo(comm);
+  comm_wait_init(comm); /* joins the init thread, also one that has finished */
+  ringoComm_t rc = comm->rc;
   const ncclResult_t res = rc ? shim_result(NULL, ringoCommDestroy(rc)) : ncclSuccess;
   comm_free(comm);
   return res;
@@ -203,12 +204,21 @@ NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 NCCL_PROFILING_ALIAS(ncclCommDestroy);
 
 /* Abort is for a communicator other threads may be blocked in; they return through its record
- * (their messages), so the record stays allocated (a few hundred bytes) and only forgets its ringo
- * communicator, which ringoCommAbort frees once those calls are out. */
+ * (their messages), so the record is never freed: it forgets its ringo communicator (which
+ * ringoCommAbort frees once those calls are out) and joins a list that keeps it reachable, a few
+ * hundred bytes per aborted communicator. */
+static pthread_mutex_t aborted_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ncclComm* aborted;
+
 NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
-  ringoComm_t rc = shim_ringo(comm);
+  comm_wait_init(comm);
+  ringoComm_t rc = comm->rc;
   comm->rc = NULL;
+  pthread_mutex_lock(&aborted_lock);
+  comm->next_aborted = aborted;
+  aborted = comm;
+  pthread_mutex_unlock(&aborted_lock);
   return rc ? shim_result(NULL, ringoCommAbort(rc)) : ncclSuccess;
 }
 NCCL_PROFILING_ALIAS(ncclCommAbort);

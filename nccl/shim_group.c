@@ -56,9 +56,11 @@ static ncclResult_t group_close(int run, const char* function) {
     }
   }
   const ncclResult_t res = shim_result(NULL, ringoGroupEnd());
-  if (tl_depth == 0) {
+  if (tl_depth == 0) { /* the record goes too: a thread may end after its last group */
     for (size_t i = 0; i < tl_nops; i++) free(tl_ops[i].scratch);
-    tl_nops = 0;
+    free(tl_ops);
+    tl_ops = NULL;
+    tl_nops = tl_capacity = 0;
   }
   return first != ncclSuccess ? first : res;
 }
