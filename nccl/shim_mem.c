@@ -32,16 +32,12 @@ struct cuda_runtime {
 
 static const char* const kRuntimes[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
 
-/* The runtime already in the process (load 0), or loaded now (load 1). NULL when there is none.
- * Looked up on every call while none is loaded, since a program may load one later. */
-static const struct cuda_runtime* runtime(int load) {
-  static struct cuda_runtime rt;
-  static _Atomic int found;
-  if (found) return &rt;
-  void* lib = NULL;
-  for (size_t i = 0; !lib && i < sizeof kRuntimes / sizeof kRuntimes[0]; i++)
-    lib = dlopen(kRuntimes[i], RTLD_LAZY | RTLD_LOCAL | (load ? 0 : RTLD_NOLOAD));
-  if (!lib) return NULL;
+/* The runtime's functions, bound once (rt_found set) from the first runtime found. */
+static struct cuda_runtime cuda_rt;
+static _Atomic int rt_found;
+static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int runtime_bind(void* lib) {
   struct cuda_runtime r;
   *(void**)&r.malloc_ = dlsym(lib, "cudaMalloc");
   *(void**)&r.free_ = dlsym(lib, "cudaFree");
@@ -49,10 +45,24 @@ static const struct cuda_runtime* runtime(int load) {
   *(void**)&r.get_device = dlsym(lib, "cudaGetDevice");
   *(void**)&r.set_device = dlsym(lib, "cudaSetDevice");
   *(void**)&r.memcpy_ = dlsym(lib, "cudaMemcpy");
-  if (!r.malloc_ || !r.free_ || !r.pointer_attributes || !r.get_device || !r.set_device || !r.memcpy_) return NULL;
-  rt = r;
-  found = 1;
-  return &rt;
+  if (!r.malloc_ || !r.free_ || !r.pointer_attributes || !r.get_device || !r.set_device || !r.memcpy_) return 0;
+  cuda_rt = r;
+  atomic_store(&rt_found, 1);
+  return 1;
+}
+
+/* The runtime already in the process (load 0), or loaded now (load 1); NULL when there is none.
+ * Looked up again on each call while none is found, since a program may load one later (a
+ * dlopen with RTLD_NOLOAD per name: a few microseconds). */
+static const struct cuda_runtime* runtime(int load) {
+  if (atomic_load(&rt_found)) return &cuda_rt;
+  pthread_mutex_lock(&rt_lock);
+  void* lib = NULL;
+  for (size_t i = 0; !atomic_load(&rt_found) && !lib && i < sizeof kRuntimes / sizeof kRuntimes[0]; i++)
+    lib = dlopen(kRuntimes[i], RTLD_LAZY | RTLD_LOCAL | (load ? 0 : RTLD_NOLOAD));
+  const int ok = atomic_load(&rt_found) || (lib && runtime_bind(lib));
+  pthread_mutex_unlock(&rt_lock);
+  return ok ? &cuda_rt : NULL;
 }
 
 int shim_is_device_ptr(const void* p) {

@@ -1,6 +1,6 @@
 // test_nccl_abi.cc — nccl/nccl.h and the built libnccl.so.2 against NCCL 2.30.7's ABI: every enum
 // value, struct size and offset, the version arithmetic, the exported symbols (via dlopen, and the
-// lists of what PyTorch 2.15 and CuPy 14 import, nccl/abi/*.txt), and argument errors.
+// lists of what PyTorch 2.15, CuPy 14 and nccl-tests import, nccl/abi/*.txt), and argument errors.
 // Depends on nccl/nccl.h and the shim (paths from the Makefile). Run: make tests && ./build/test/test_nccl_abi
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -224,12 +224,13 @@ TEST_F(Shim, ExportsEveryRequiredSymbolFromItself) {
   }
 }
 
-// What the prebuilt clients import: each must come from this library, or their import fails
-// (Python loads extensions with immediate binding).
-TEST_F(Shim, ExportsEverySymbolPyTorchAndCuPyImport) {
+// What the prebuilt clients import (PyTorch, CuPy, nccl-tests built against NVIDIA's 2.28 header):
+// each must come from this library, or their import fails (Python loads extensions with
+// immediate binding) or they do not link.
+TEST_F(Shim, ExportsEverySymbolPrebuiltClientsImport) {
   char want[PATH_MAX];
   ASSERT_NE(realpath(RINGO_NCCL_LIB, want), nullptr);
-  for (const char* file : {"torch-2.15-imports.txt", "cupy-14-imports.txt"}) {
+  for (const char* file : {"torch-2.15-imports.txt", "cupy-14-imports.txt", "nccl-tests-2.28-imports.txt"}) {
     const std::vector<std::string> names = ImportList(file);
     EXPECT_GE(names.size(), 20u) << file << " is missing or short";
     for (const std::string& name : names) {
@@ -242,6 +243,7 @@ TEST_F(Shim, ExportsEverySymbolPyTorchAndCuPyImport) {
   }
   EXPECT_EQ(ImportList("torch-2.15-imports.txt").size(), 51u);
   EXPECT_EQ(ImportList("cupy-14-imports.txt").size(), 22u);
+  EXPECT_EQ(ImportList("nccl-tests-2.28-imports.txt").size(), 31u);
 }
 
 TEST_F(Shim, VersionIsNccl23007) {
