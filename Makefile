@@ -295,6 +295,11 @@ $(NCCL_CALL_TESTS): $(BUILD)/test/%: test/%.cc test/nccl/nccl_ranks.h $(NCCL_TES
 	@mkdir -p $(dir $@)
 	$(CXX) -Inccl -Itest $(CPPFLAGS) $(CXXFLAGS) $< $(NCCL_TEST_MAIN) -o $@ \
 	  -L$(NCCL_DIR) -Wl,--disable-new-dtags,-rpath,$(abspath $(NCCL_DIR)) -lnccl -lgtest -pthread
+# On a GPU: PyTorch DDP (torchrun, backend "nccl", 2 ranks on GPU 0) and nccl-tests' all_reduce_perf under 2
+# MPI processes on ringo's libnccl.so.2 (nccl/gpu_check_nccl.sh; PYTHON=python with torch, NCCL_TESTS=its build).
+.PHONY: gpu-check-nccl
+gpu-check-nccl: nccl tools
+	nccl/gpu_check_nccl.sh $(BUILD)
 # ---- NCCL drop-in (end) ----
 
 # ==== reliability: sanitizers, ThreadSanitizer, valgrind, fuzzers (.ci/test_all.sh) ==============

@@ -37,9 +37,10 @@ struct shim_config {
 };
 
 /* What an ncclComm_t points to. `rc` is set once the init has returned (at once for blocking and
- * grouped inits; by the init thread for a non-blocking one, then `pending` drops to 0). */
+ * grouped inits; by the init thread for a non-blocking one, then `pending` drops to 0), and cleared
+ * by ncclCommAbort while other threads may be reading it: hence atomic. */
 struct ncclComm {
-  ringoComm_t rc;
+  _Atomic(ringoComm_t) rc;
   struct shim_config config;
   atomic_int pending;             /* 1 while a non-blocking init runs */
   ncclResult_t init_result;       /* the init thread's result, read once pending is 0 */
