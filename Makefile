@@ -233,13 +233,16 @@ NCCL_LIB := $(NCCL_DIR)/libnccl.so.2
 NCCL_PROGRAM := $(BUILD)/test/nccl_program
 # The NCCL tests link only test/main.cc (or its object) of the support files: no libringo.a.
 NCCL_TEST_MAIN = $(filter %main.cc %main.o,$(TEST_SUPPORT))
-NCCL_TEST_DEFS = -DRINGO_NCCL_LIB='"$(abspath $(NCCL_LIB))"' -DRINGO_NCCL_PROGRAM='"$(abspath $(NCCL_PROGRAM))"'
+NCCL_TEST_DEFS = -DRINGO_NCCL_LIB='"$(abspath $(NCCL_LIB))"' -DRINGO_NCCL_PROGRAM='"$(abspath $(NCCL_PROGRAM))"' \
+                 -DRINGO_NCCL_ABI_DIR='"$(abspath nccl/abi)"'
 
 .PHONY: nccl
 nccl: $(NCCL_LIB) $(NCCL_DIR)/libnccl.so
 install: nccl
 
-$(BUILD)/obj/nccl/nccl_shim.o: nccl/nccl_shim.c nccl/nccl.h include/ringo.h $(BUILD)/build.config
+# The shim is split by concern (nccl/shim.h lists the parts); every part sees nccl.h and ringo.h.
+NCCL_SHIM_OBJ := $(patsubst nccl/%.c,$(BUILD)/obj/nccl/%.o,$(wildcard nccl/*.c))
+$(BUILD)/obj/nccl/%.o: nccl/%.c nccl/nccl.h nccl/shim.h include/ringo.h $(BUILD)/build.config
 	@mkdir -p $(dir $@)
 	$(CC) -Inccl $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -247,10 +250,11 @@ $(BUILD)/obj/nccl/nccl_shim.o: nccl/nccl_shim.c nccl/nccl.h include/ringo.h $(BU
 $(BUILD)/lib/libringo.so.0: $(BUILD)/lib/libringo.so
 	ln -sf libringo.so $@
 
-$(NCCL_LIB): $(BUILD)/obj/nccl/nccl_shim.o $(BUILD)/lib/libringo.so $(BUILD)/lib/libringo.so.0
+# -ldl: the shim finds the CUDA runtime the process has loaded (nccl/shim_mem.c) rather than link it.
+$(NCCL_LIB): $(NCCL_SHIM_OBJ) $(BUILD)/lib/libringo.so $(BUILD)/lib/libringo.so.0
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libnccl.so.2 $(SANFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/..' \
-	  -o $@ $< $(BUILD)/lib/libringo.so -pthread
+	$(CC) -shared -Wl,-soname,libnccl.so.2 $(SANFLAGS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/..:$$ORIGIN' \
+	  -o $@ $(NCCL_SHIM_OBJ) $(BUILD)/lib/libringo.so -pthread -ldl -lm
 
 $(NCCL_DIR)/libnccl.so: $(NCCL_LIB)
 	ln -sf libnccl.so.2 $@
@@ -276,13 +280,26 @@ $(NCCL_DEVICE_PROGRAM): test/nccl/nccl_device_program.c nccl/nccl.h $(NCCL_LIB) 
 endif
 
 # The two suites see nccl.h only and reach the shim through dlopen or nccl_program.
-$(BUILD)/test/test_nccl_abi: test/test_nccl_abi.cc $(NCCL_TEST_MAIN) nccl/nccl.h $(NCCL_LIB)
+$(BUILD)/test/test_nccl_abi: test/test_nccl_abi.cc $(NCCL_TEST_MAIN) nccl/nccl.h $(NCCL_LIB) $(wildcard nccl/abi/*.txt)
 	@mkdir -p $(dir $@)
 	$(CXX) -Inccl $(CPPFLAGS) $(CXXFLAGS) $(NCCL_TEST_DEFS) $< $(NCCL_TEST_MAIN) -o $@ -lgtest -ldl -pthread
 
 $(BUILD)/test/test_nccl_program: test/test_nccl_program.cc $(NCCL_TEST_MAIN) $(NCCL_PROGRAM) $(NCCL_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(NCCL_TEST_DEFS) $< $(NCCL_TEST_MAIN) -o $@ -lgtest -pthread
+# The calls beyond 2.10 (test_nccl_calls: init, split, all-to-all/gather/scatter; test_nccl_ops:
+# PreMulSum, groups, memory, the unsupported calls), ranks as threads, linked as a client links.
+NCCL_CALL_TESTS := $(BUILD)/test/test_nccl_calls $(BUILD)/test/test_nccl_ops
+$(NCCL_CALL_TESTS): $(BUILD)/test/%: test/%.cc test/nccl/nccl_ranks.h $(NCCL_TEST_MAIN) nccl/nccl.h $(NCCL_LIB) \
+                    $(NCCL_DIR)/libnccl.so
+	@mkdir -p $(dir $@)
+	$(CXX) -Inccl -Itest $(CPPFLAGS) $(CXXFLAGS) $< $(NCCL_TEST_MAIN) -o $@ \
+	  -L$(NCCL_DIR) -Wl,--disable-new-dtags,-rpath,$(abspath $(NCCL_DIR)) -lnccl -lgtest -pthread
+# On a GPU: PyTorch DDP (torchrun, backend "nccl", 2 ranks on GPU 0) and nccl-tests' all_reduce_perf under 2
+# MPI processes on ringo's libnccl.so.2 (nccl/gpu_check_nccl.sh; PYTHON=python with torch, NCCL_TESTS=its build).
+.PHONY: gpu-check-nccl
+gpu-check-nccl: nccl tools
+	nccl/gpu_check_nccl.sh $(BUILD)
 # ---- NCCL drop-in (end) ----
 
 # ==== reliability: sanitizers, ThreadSanitizer, valgrind, fuzzers (.ci/test_all.sh) ==============

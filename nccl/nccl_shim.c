@@ -1,18 +1,12 @@
-/* nccl_shim.c — libnccl.so.2 on ringo: each function of nccl/nccl.h forwards to its ringo twin in
- * include/ringo.h. Links libringo.so; built by `make` into $(BUILD)/lib/ringo-nccl/.
- * Tested by test/test_nccl_abi.cc and test/test_nccl_program.cc (make test). */
-#include <stdlib.h>
+/* nccl_shim.c — libnccl.so.2 on ringo, part one: value checks, result codes and messages, version,
+ * ids, communicator queries, and the entry points of the collectives and point-to-point calls
+ * (each becomes a shim_op: shim_group.c runs or queues it). Other parts: shim_comm.c, shim_group.c,
+ * shim_ops.c, shim_mem.c, shim_unsupported.c. Public ringo.h only. Tested by test/test_nccl_*.cc. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "nccl.h"
-#include "ringo.h"
-
-/* The library is built with -fvisibility=hidden: only what is marked here is exported. */
-#define NCCL_EXPORT __attribute__((visibility("default")))
-/* NCCL exports every function twice, as nccl<Name> and as the profiling entry pnccl<Name>; here
- * the second name is an alias of the first (the same code). */
-#define NCCL_PROFILING_ALIAS(name) \
-  extern __typeof__(name) p##name __attribute__((alias(#name), visibility("default")))
+#include "shim.h"
 
 /* ---- the two APIs share every value, so converting is a cast; the compiler proves it ---- */
 
@@ -25,22 +19,18 @@ SAME_VALUE(ncclInvalidArgument, ringoInvalidArgument);
 SAME_VALUE(ncclInvalidUsage, ringoInvalidUsage);
 SAME_VALUE(ncclRemoteError, ringoRemoteError);
 SAME_VALUE(ncclInProgress, ringoInProgress);
+SAME_VALUE(ncclTimeout, ringoTimeout);
 SAME_VALUE(ncclInt8, ringoInt8);
-SAME_VALUE(ncclChar, ringoInt8);
 SAME_VALUE(ncclUint8, ringoUint8);
 SAME_VALUE(ncclInt32, ringoInt32);
-SAME_VALUE(ncclInt, ringoInt32);
 SAME_VALUE(ncclUint32, ringoUint32);
 SAME_VALUE(ncclInt64, ringoInt64);
 SAME_VALUE(ncclUint64, ringoUint64);
 SAME_VALUE(ncclFloat16, ringoFloat16);
-SAME_VALUE(ncclHalf, ringoFloat16);
 SAME_VALUE(ncclFloat32, ringoFloat32);
-SAME_VALUE(ncclFloat, ringoFloat32);
 SAME_VALUE(ncclFloat64, ringoFloat64);
-SAME_VALUE(ncclDouble, ringoFloat64);
 SAME_VALUE(ncclBfloat16, ringoBfloat16);
-SAME_VALUE(ncclNumTypes, RINGO_NUM_TYPES);
+SAME_VALUE(ncclFloat8e4m3, RINGO_NUM_TYPES); /* the float8 types are the two beyond ringo's */
 SAME_VALUE(ncclSum, ringoSum);
 SAME_VALUE(ncclProd, ringoProd);
 SAME_VALUE(ncclMax, ringoMax);
@@ -49,12 +39,15 @@ SAME_VALUE(ncclAvg, ringoAvg);
 SAME_VALUE(ncclNumOps, RINGO_NUM_OPS);
 SAME_VALUE(NCCL_UNIQUE_ID_BYTES, RINGO_UNIQUE_ID_BYTES);
 _Static_assert(sizeof(ncclUniqueId) == sizeof(ringoUniqueId), "a unique id must travel unchanged");
-_Static_assert(sizeof(ncclComm_t) == sizeof(ringoComm_t), "an ncclComm_t holds a ringoComm_t");
 _Static_assert(_Generic((cudaStream_t)0, ringoStream_t: 1, default: 0), "cudaStream_t must be ringoStream_t");
 
-/* NCCL has no timeout code: a ringo timeout (a peer that stopped answering) is reported as the
- * remote error it most likely is, and ncclGetLastError keeps ringo's message naming the timeout.
- * The switch has no default, so -Wswitch flags a ringo code added later and not mapped here. */
+/* ---- results and messages ---- */
+
+/* The shim's own message of this thread (ncclGetLastError(NULL)), newer than ringo's when set. */
+static __thread char tl_msg[SHIM_MSG_BYTES];
+static __thread int tl_msg_set;
+
+/* The switch has no default, so -Wswitch flags a ringo code added later and not mapped here. */
 static ncclResult_t to_nccl(ringoResult_t res) {
   switch (res) {
     case ringoSuccess: return ncclSuccess;
@@ -65,101 +58,38 @@ static ncclResult_t to_nccl(ringoResult_t res) {
     case ringoInvalidUsage: return ncclInvalidUsage;
     case ringoRemoteError: return ncclRemoteError;
     case ringoInProgress: return ncclInProgress;
-    case ringoTimeout: return ncclRemoteError;
+    case ringoTimeout: return ncclTimeout;
   }
   return ncclInternalError;
 }
 
-/* Datatypes and ops are passed on unchanged, out-of-range values too: ringo validates every
- * argument and records a message for ncclGetLastError, which the shim could not. */
-static ringoDataType_t type_of(ncclDataType_t datatype) { return (ringoDataType_t)datatype; }
-static ringoRedOp_t op_of(ncclRedOp_t op) { return (ringoRedOp_t)op; }
-static ringoComm_t comm_of(ncclComm_t comm) { return (ringoComm_t)comm; }
-
-/* ---- version, ids, communicators ---- */
-
-NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {
-  if (!version) return to_nccl(ringoGetVersion(NULL)); /* ringo's argument check and message */
-  *version = NCCL_VERSION_CODE;
-  return ncclSuccess;
-}
-NCCL_PROFILING_ALIAS(ncclGetVersion);
-
-NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
-  if (!uniqueId) return to_nccl(ringoGetUniqueId(NULL));
-  ringoUniqueId id;
-  const ringoResult_t res = ringoGetUniqueId(&id);
-  if (res == ringoSuccess) memcpy(uniqueId, &id, sizeof id);
-  return to_nccl(res);
-}
-NCCL_PROFILING_ALIAS(ncclGetUniqueId);
-
-/* The handle goes through a ringoComm_t local (ringo returns it before this call returns, even
- * for an init queued in a group), so no object is written through a pointer of another type. */
-NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  ringoUniqueId id;
-  memcpy(&id, &commId, sizeof id);
-  if (!comm) return to_nccl(ringoCommInitRank(NULL, nranks, id, rank));
-  ringoComm_t handle = NULL;
-  const ringoResult_t res = ringoCommInitRank(&handle, nranks, id, rank);
-  *comm = (ncclComm_t)handle;
-  return to_nccl(res);
-}
-NCCL_PROFILING_ALIAS(ncclCommInitRank);
-
-/* devlist is passed on as is: NULL means host ranks on ringo, where NCCL would take CUDA devices
- * 0..ndev-1 (ringo has no device to pick for a host buffer). */
-NCCL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
-  if (!comm || ndev < 1) {
-    ringoComm_t unused;
-    return to_nccl(ringoCommInitAll(comm ? &unused : NULL, ndev, devlist));
+ncclResult_t shim_result(struct ncclComm* comm, ringoResult_t res) {
+  if (res != ringoSuccess) {
+    tl_msg_set = 0;
+    if (comm) comm->msg_set = 0;
   }
-  ringoComm_t* handles = calloc((size_t)ndev, sizeof *handles);
-  if (!handles) return ncclSystemError;
-  const ringoResult_t res = ringoCommInitAll(handles, ndev, devlist);
-  for (int i = 0; i < ndev; i++) comm[i] = (ncclComm_t)handles[i];
-  free(handles);
   return to_nccl(res);
 }
-NCCL_PROFILING_ALIAS(ncclCommInitAll);
 
-/* NCCL accepts NULL in ncclCommDestroy and ncclCommAbort as a no-op (cleanup paths rely on it);
- * ringo calls it an invalid argument, so NULL stops here. */
-NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  return comm ? to_nccl(ringoCommDestroy(comm_of(comm))) : ncclSuccess;
+ncclResult_t shim_fail(struct ncclComm* comm, ncclResult_t code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tl_msg, sizeof tl_msg, fmt, ap);
+  va_end(ap);
+  tl_msg_set = 1;
+  if (comm) {
+    pthread_mutex_lock(&comm->lock);
+    memcpy(comm->msg, tl_msg, sizeof comm->msg);
+    comm->msg_set = 1;
+    pthread_mutex_unlock(&comm->lock);
+  }
+  return code;
 }
-NCCL_PROFILING_ALIAS(ncclCommDestroy);
 
-NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  return comm ? to_nccl(ringoCommAbort(comm_of(comm))) : ncclSuccess;
+ncclResult_t shim_unsupported(struct ncclComm* comm, const char* function, const char* what) {
+  return shim_fail(comm, ncclInvalidUsage, "%s: ringo does not provide %s (nccl/README.md lists what it provides)",
+                   function, what);
 }
-NCCL_PROFILING_ALIAS(ncclCommAbort);
-
-NCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
-  return to_nccl(ringoCommCount(comm_of(comm), count));
-}
-NCCL_PROFILING_ALIAS(ncclCommCount);
-
-NCCL_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
-  return to_nccl(ringoCommCuDevice(comm_of(comm), device));
-}
-NCCL_PROFILING_ALIAS(ncclCommCuDevice);
-
-NCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
-  return to_nccl(ringoCommUserRank(comm_of(comm), rank));
-}
-NCCL_PROFILING_ALIAS(ncclCommUserRank);
-
-NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  if (!asyncError) return to_nccl(ringoCommGetAsyncError(comm_of(comm), NULL));
-  ringoResult_t async = ringoSuccess;
-  const ringoResult_t res = ringoCommGetAsyncError(comm_of(comm), &async);
-  if (res == ringoSuccess) *asyncError = to_nccl(async);
-  return to_nccl(res);
-}
-NCCL_PROFILING_ALIAS(ncclCommGetAsyncError);
-
-/* ---- errors ---- */
 
 /* The switch lists every NCCL code so each gets its own string; ringo's strings serve the codes
  * the two share, and anything else (ncclNumResults, garbage) gets one that says so. */
@@ -173,6 +103,7 @@ NCCL_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
     case ncclInvalidUsage:
     case ncclRemoteError:
     case ncclInProgress:
+    case ncclTimeout:
       return ringoGetErrorString((ringoResult_t)result);
     case ncclNumResults:
       break;
@@ -181,66 +112,151 @@ NCCL_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
 }
 NCCL_PROFILING_ALIAS(ncclGetErrorString);
 
-NCCL_EXPORT const char* ncclGetLastError(ncclComm_t comm) { return ringoGetLastError(comm_of(comm)); }
+/* The comm's message is read without its lock: a message being replaced while it is read is as
+ * good as NCCL's, which makes no promise for concurrent failures either. */
+NCCL_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
+  if (comm) return comm->msg_set ? comm->msg : ringoGetLastError(comm->rc);
+  return tl_msg_set ? tl_msg : ringoGetLastError(NULL);
+}
 NCCL_PROFILING_ALIAS(ncclGetLastError);
 
-/* ---- groups ---- */
+#ifdef NCCL_OS_LINUX
+NCCL_EXPORT void ncclResetDebugInit(void) {}
+NCCL_PROFILING_ALIAS(ncclResetDebugInit);
+#endif
 
-NCCL_EXPORT ncclResult_t ncclGroupStart(void) { return to_nccl(ringoGroupStart()); }
-NCCL_PROFILING_ALIAS(ncclGroupStart);
+/* ---- version and ids ---- */
 
-NCCL_EXPORT ncclResult_t ncclGroupEnd(void) { return to_nccl(ringoGroupEnd()); }
-NCCL_PROFILING_ALIAS(ncclGroupEnd);
+NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  if (!version) return shim_fail(NULL, ncclInvalidArgument, "ncclGetVersion: version is NULL");
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+NCCL_PROFILING_ALIAS(ncclGetVersion);
 
-/* ---- collectives and point-to-point ---- */
+NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (!uniqueId) return shim_result(NULL, ringoGetUniqueId(NULL));
+  ringoUniqueId id;
+  const ringoResult_t res = ringoGetUniqueId(&id);
+  if (res == ringoSuccess) memcpy(uniqueId, &id, sizeof id);
+  return shim_result(NULL, res);
+}
+NCCL_PROFILING_ALIAS(ncclGetUniqueId);
+
+NCCL_EXPORT ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
+  if (!comm) return shim_fail(NULL, ncclInvalidArgument, "ncclCommGetUniqueId: comm is NULL");
+  return ncclGetUniqueId(uniqueId);
+}
+NCCL_PROFILING_ALIAS(ncclCommGetUniqueId);
+
+/* ---- queries ---- */
+
+NCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return shim_result(comm, ringoCommCount(shim_ringo(comm), count));
+}
+NCCL_PROFILING_ALIAS(ncclCommCount);
+
+NCCL_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return shim_result(comm, ringoCommCuDevice(shim_ringo(comm), device));
+}
+NCCL_PROFILING_ALIAS(ncclCommCuDevice);
+
+NCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return shim_result(comm, ringoCommUserRank(shim_ringo(comm), rank));
+}
+NCCL_PROFILING_ALIAS(ncclCommUserRank);
+
+/* A non-blocking init still running is ncclInProgress, never a wait: callers poll this. */
+NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (!comm || !asyncError)
+    return shim_fail(comm, ncclInvalidArgument, "ncclCommGetAsyncError: %s is NULL", comm ? "asyncError" : "comm");
+  if (atomic_load(&comm->pending)) {
+    *asyncError = ncclInProgress;
+    return ncclSuccess;
+  }
+  if (comm->init_result != ncclSuccess) {
+    *asyncError = comm->init_result;
+    return ncclSuccess;
+  }
+  ringoResult_t async = ringoSuccess;
+  const ringoResult_t res = ringoCommGetAsyncError(shim_ringo(comm), &async);
+  if (res == ringoSuccess) *asyncError = to_nccl(async);
+  return shim_result(comm, res);
+}
+NCCL_PROFILING_ALIAS(ncclCommGetAsyncError);
+
+/* ---- collectives and point-to-point: each is one shim_op ---- */
+
+static ncclResult_t submit(enum shim_kind kind, const void* send, void* recv, size_t count, ncclDataType_t datatype,
+                           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  const struct shim_op o = {kind, send, recv, count, datatype, op, root, comm, stream, NULL};
+  return shim_submit(&o);
+}
 
 NCCL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                        ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return to_nccl(ringoAllReduce(sendbuff, recvbuff, count, type_of(datatype), op_of(op), comm_of(comm), stream));
+  return submit(SHIM_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
 }
 NCCL_PROFILING_ALIAS(ncclAllReduce);
 
 NCCL_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                        int root, ncclComm_t comm, cudaStream_t stream) {
-  return to_nccl(ringoBroadcast(sendbuff, recvbuff, count, type_of(datatype), root, comm_of(comm), stream));
+  return submit(SHIM_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
 }
 NCCL_PROFILING_ALIAS(ncclBroadcast);
 
-/* The legacy in-place broadcast is ringo's broadcast with sendbuff == recvbuff. */
+/* The legacy in-place broadcast is a broadcast with sendbuff == recvbuff. */
 NCCL_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream) {
-  return to_nccl(ringoBroadcast(buff, buff, count, type_of(datatype), root, comm_of(comm), stream));
+  return submit(SHIM_BROADCAST, buff, buff, count, datatype, ncclSum, root, comm, stream);
 }
 NCCL_PROFILING_ALIAS(ncclBcast);
 
 NCCL_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return to_nccl(ringoReduce(sendbuff, recvbuff, count, type_of(datatype), op_of(op), root, comm_of(comm), stream));
+  return submit(SHIM_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
 }
 NCCL_PROFILING_ALIAS(ncclReduce);
 
 NCCL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                        ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return to_nccl(ringoAllGather(sendbuff, recvbuff, sendcount, type_of(datatype), comm_of(comm), stream));
+  return submit(SHIM_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream);
 }
 NCCL_PROFILING_ALIAS(ncclAllGather);
 
 NCCL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                            cudaStream_t stream) {
-  return to_nccl(
-      ringoReduceScatter(sendbuff, recvbuff, recvcount, type_of(datatype), op_of(op), comm_of(comm), stream));
+  return submit(SHIM_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream);
 }
 NCCL_PROFILING_ALIAS(ncclReduceScatter);
 
+NCCL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  return submit(SHIM_ALLTOALL, sendbuff, recvbuff, count, datatype, ncclSum, 0, comm, stream);
+}
+NCCL_PROFILING_ALIAS(ncclAlltoAll);
+
+NCCL_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit(SHIM_GATHER, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
+}
+NCCL_PROFILING_ALIAS(ncclGather);
+
+NCCL_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                     int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit(SHIM_SCATTER, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
+}
+NCCL_PROFILING_ALIAS(ncclScatter);
+
 NCCL_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                   ncclComm_t comm, cudaStream_t stream) {
-  return to_nccl(ringoSend(sendbuff, count, type_of(datatype), peer, comm_of(comm), stream));
+  return submit(SHIM_SEND, sendbuff, NULL, count, datatype, ncclSum, peer, comm, stream);
 }
 NCCL_PROFILING_ALIAS(ncclSend);
 
 NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                   ncclComm_t comm, cudaStream_t stream) {
-  return to_nccl(ringoRecv(recvbuff, count, type_of(datatype), peer, comm_of(comm), stream));
+  return submit(SHIM_RECV, NULL, recvbuff, count, datatype, ncclSum, peer, comm, stream);
 }
 NCCL_PROFILING_ALIAS(ncclRecv);

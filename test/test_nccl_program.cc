@@ -136,7 +136,7 @@ void ExpectRingoLibrary(const ProgramRun& run, const std::string& setting) {
   ASSERT_TRUE(run.ok()) << setting << ": " << Describe(run);
   EXPECT_EQ(Field(run.output, "header"), "ringo") << setting << ": " << run.output;
   EXPECT_EQ(RealPath(Field(run.output, "library")), RealPath(RINGO_NCCL_LIB)) << setting << ": " << run.output;
-  EXPECT_EQ(Field(run.output, "version").substr(0, 5), "21003") << setting << ": " << run.output;
+  EXPECT_EQ(Field(run.output, "version").substr(0, 5), "23007") << setting << ": " << run.output;
 }
 
 TEST(NcclProgramLinkage, LoadsRingosLibrary) {

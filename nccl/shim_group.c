@@ -1,0 +1,84 @@
+/* shim_group.c — libnccl.so.2 on ringo: groups. Calls made inside ncclGroupStart/ncclGroupEnd are
+ * checked and recorded by the shim, then handed to ringo's group at the outermost ncclGroupEnd, so
+ * ncclGroupSimulateEnd can drop them and report their model time instead. Public ringo.h only.
+ * Tested by test/test_nccl_calls.cc and test/nccl/nccl_program.c (make test). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim.h"
+
+/* This thread's group: its depth and the calls recorded since the outermost ncclGroupStart. */
+static __thread int tl_depth;
+static __thread struct shim_op* tl_ops;
+static __thread size_t tl_nops, tl_capacity;
+
+int shim_in_group(void) { return tl_depth > 0; }
+
+static ncclResult_t record(const struct shim_op* op) {
+  if (tl_nops == tl_capacity) {
+    const size_t cap = tl_capacity ? 2 * tl_capacity : 16;
+    struct shim_op* grown = realloc(tl_ops, cap * sizeof *grown);
+    if (!grown) return shim_fail(op->comm, ncclSystemError, "ncclGroupEnd: out of memory recording a call");
+    tl_ops = grown;
+    tl_capacity = cap;
+  }
+  tl_ops[tl_nops++] = *op;
+  return ncclSuccess;
+}
+
+/* Outside a group ringo runs the call before it returns (host memory), so its scratch copy may go. */
+ncclResult_t shim_submit(const struct shim_op* op) {
+  ncclResult_t res = shim_check_op(op);
+  if (res != ncclSuccess) return res;
+  if (tl_depth > 0) return record(op);
+  struct shim_op now = *op;
+  res = shim_run_op(&now);
+  free(now.scratch);
+  return res;
+}
+
+NCCL_EXPORT ncclResult_t ncclGroupStart(void) {
+  const ringoResult_t res = ringoGroupStart();
+  if (res == ringoSuccess) tl_depth++;
+  return shim_result(NULL, res);
+}
+NCCL_PROFILING_ALIAS(ncclGroupStart);
+
+/* Closes one level; the outermost hands the recorded calls to ringo's still open group (run
+ * false: drops them) and then lets ringo run it, with any inits queued in it. */
+static ncclResult_t group_close(int run, const char* function) {
+  if (tl_depth == 0) return shim_fail(NULL, ncclInvalidUsage, "%s: no ncclGroupStart to match", function);
+  ncclResult_t first = ncclSuccess;
+  if (--tl_depth == 0) {
+    for (size_t i = 0; run && i < tl_nops; i++) {
+      const ncclResult_t res = shim_run_op(&tl_ops[i]);
+      if (first == ncclSuccess) first = res;
+    }
+  }
+  const ncclResult_t res = shim_result(NULL, ringoGroupEnd());
+  if (tl_depth == 0) { /* the record goes too: a thread may end after its last group */
+    for (size_t i = 0; i < tl_nops; i++) free(tl_ops[i].scratch);
+    free(tl_ops);
+    tl_ops = NULL;
+    tl_nops = tl_capacity = 0;
+  }
+  return first != ncclSuccess ? first : res;
+}
+
+NCCL_EXPORT ncclResult_t ncclGroupEnd(void) { return group_close(1, "ncclGroupEnd"); }
+NCCL_PROFILING_ALIAS(ncclGroupEnd);
+
+NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  if (!simInfo || simInfo->magic != RINGO_NCCL_SIM_INFO_MAGIC ||
+      simInfo->size < offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float))
+    return shim_fail(NULL, ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is %s",
+                     simInfo ? "not made with NCCL_SIM_INFO_INITIALIZER" : "NULL");
+  if (tl_depth == 0) return shim_fail(NULL, ncclInvalidUsage, "ncclGroupSimulateEnd: no ncclGroupStart to match");
+  double us = 0;
+  if (tl_depth == 1)
+    for (size_t i = 0; i < tl_nops; i++) us += shim_op_time_us(&tl_ops[i]);
+  const ncclResult_t res = group_close(0, "ncclGroupSimulateEnd");
+  simInfo->estimatedTime = (float)us;
+  return res;
+}
+NCCL_PROFILING_ALIAS(ncclGroupSimulateEnd);
