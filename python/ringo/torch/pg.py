@@ -54,6 +54,24 @@ class ProcessGroupRingo(dist.ProcessGroup):
     def getBackendName(self):
         return "ringo"
 
+    # torch names a group after creating it. ProcessGroup's C++ getter reads the name from a
+    # registered C++ backend, and a Python group has none, so the name is kept here as well.
+    def _set_group_name(self, name):
+        self._group_name = name
+        super()._set_group_name(name)
+
+    @property
+    def group_name(self):
+        return getattr(self, "_group_name", "")
+
+    def _set_group_desc(self, desc):
+        self._group_desc = desc
+        super()._set_group_desc(desc)
+
+    @property
+    def group_desc(self):
+        return getattr(self, "_group_desc", "")
+
     def name(self):
         return "ringo"
 

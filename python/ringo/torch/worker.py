@@ -26,7 +26,8 @@ class RingoWork(Work):
     def _result(self, _):
         # Runs on the worker thread when _base completes: raising here makes _fut an errored future.
         if self._error is not None:
-            raise self._error
+            # Without the worker's frames: torch prints them as "At:" lines under ringo's message.
+            raise self._error.with_traceback(None)
         return self._outputs
 
     def _finish(self, error):
