@@ -1,5 +1,5 @@
 # setup.py — the one build step pyproject.toml cannot say declaratively: put libringo.so (and the
-# teaching tools ringo-trace, ringo-model) inside the package. Found in this order: RINGO_LIB (a
+# tools ringo-trace, ringo-model and ringo-bench) inside the package. Found in this order: RINGO_LIB (a
 # built libringo.so), the repository one folder up (running `make lib` there when not built yet),
 # else none: ringo then looks on the loader's path at import (an installed prefix).
 import os
@@ -12,7 +12,7 @@ from setuptools.command.build_py import build_py
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent
-TOOLS = ["ringo-trace", "ringo-model"]
+TOOLS = ["ringo-trace", "ringo-model", "ringo-bench"]
 
 
 def _make(targets):
