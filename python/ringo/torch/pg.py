@@ -80,8 +80,9 @@ class ProcessGroupRingo(dist.ProcessGroup):
         """The ringo.Comm under this group (its stats() count the bytes the group moved)."""
         return self._comm
 
-    def _submit(self, fn, outputs):
-        return self._worker.submit(fn, outputs)
+    def _submit(self, fn, outputs, opts=None):
+        """Queues fn on the worker; a blocking call (opts.asyncOp False) may run it right here."""
+        return self._worker.submit(fn, outputs, blocking=opts is not None and not getattr(opts, "asyncOp", True))
 
     # --- all-reduce family ------------------------------------------------------------------------
     def _reduce_in_place(self, t, op, factor):
@@ -93,15 +94,20 @@ class ProcessGroupRingo(dist.ProcessGroup):
 
     def allreduce(self, tensors, opts=None):
         op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        for t in tensors:
-            reduce_view(t, op, "allreduce tensor")
+        views = [reduce_view(t, op, "allreduce tensor") for t in tensors]
+        if len(tensors) == 1 and factor is None and tensors[0].is_contiguous():
+            # DDP's buckets and most user calls: one contiguous tensor, reduced where it lies.
+            v, dt = views[0]
+            p = ptr(v)
+            args = (p, p, v.numel(), dt, _lib.OPS[op])
+            return self._submit(lambda: self._comm.all_reduce_ptr(*args), tensors, opts)
 
         def run():
             for t in tensors:
                 c = _contiguous(t)
                 self._reduce_in_place(c, op, factor)
                 _write_back(t, c)
-        return self._submit(run, tensors)
+        return self._submit(run, tensors, opts)
 
     def allreduce_coalesced(self, tensors, opts=None):
         """One all-reduce per dtype over the tensors packed end to end (as Gloo coalesces)."""
@@ -118,7 +124,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 for t in same:
                     t.copy_(flat[at:at + t.numel()].view_as(t))
                     at += t.numel()
-        return self._submit(run, tensors)
+        return self._submit(run, tensors, opts)
 
     def reduce(self, tensors, opts=None):
         op, factor = op_name(opts.reduceOp)
@@ -135,7 +141,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 rv, _ = reduce_view(c, op, "tensor")
                 self._comm.reduce_ptr(ptr(sv), ptr(rv), sv.numel(), dt, _lib.OPS[op], root)
                 _write_back(t, c)
-        return self._submit(run, tensors)
+        return self._submit(run, tensors, opts)
 
     # --- reduce-scatter ---------------------------------------------------------------------------
     def _reduce_scatter_flat(self, out, flat, op, factor):
@@ -164,7 +170,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         def run():
             for out, ins in zip(output_tensors, input_tensors):
                 self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), op, factor)
-        return self._submit(run, output_tensors)
+        return self._submit(run, output_tensors, opts)
 
     def reduce_scatter_single(self, output, input, opts=None):
         op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
@@ -172,7 +178,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         if input.dtype != output.dtype:
             raise Error(_lib.INVALID_ARGUMENT, "ringo backend: reduce_scatter_tensor input and output dtypes differ")
         return self._submit(lambda: self._reduce_scatter_flat(output, _contiguous(input).reshape(-1), op, factor),
-                            [output])
+                            [output], opts)
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -184,7 +190,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         def run():
             for o, i in zip(outputs, inputs):
                 self._reduce_scatter_flat(o, _contiguous(i).reshape(-1), op, factor)
-        return self._submit(run, outputs)
+        return self._submit(run, outputs, opts)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
@@ -215,7 +221,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 self._gather_flat(flat, inp)
                 for r, o in enumerate(outs):
                     o.copy_(flat[r * inp.numel():(r + 1) * inp.numel()].view_as(o))
-        return self._submit(run, output_tensors)
+        return self._submit(run, output_tensors, opts)
 
     def all_gather_single(self, output, input, opts=None):
         self._check_ag(output, input, "all_gather_into_tensor")
@@ -224,7 +230,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
             c = _contiguous(output)
             self._gather_flat(c, input)
             _write_back(output, c)
-        return self._submit(run, [output])
+        return self._submit(run, [output], opts)
 
     _allgather_base = all_gather_single
 
@@ -237,7 +243,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 c = _contiguous(o)
                 self._gather_flat(c, i)
                 _write_back(o, c)
-        return self._submit(run, outputs)
+        return self._submit(run, outputs, opts)
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
 
@@ -256,12 +262,12 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 b = byte_view(c, "tensor")
                 self._comm.broadcast_ptr(ptr(b), ptr(b), b.numel(), _lib.DTYPES["uint8"], root)
                 _write_back(t, c)
-        return self._submit(run, tensors)
+        return self._submit(run, tensors, opts)
 
     def barrier(self, opts=None):
         one = torch.ones(1, dtype=torch.uint8)
         return self._submit(lambda: self._comm.all_reduce_ptr(ptr(one), ptr(one), 1, _lib.DTYPES["uint8"],
-                                                              _lib.OPS["sum"]), [one])
+                                                              _lib.OPS["sum"]), [one], opts)
 
     # --- point to point and all-to-all ---------------------------------------------------------------
     def _check_root(self, peer, what="root"):
@@ -318,7 +324,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
             self._exchange([(p, src[o:o + k]) for p, (o, k) in enumerate(ins)],
                            [(p, dst[o:o + k]) for p, (o, k) in enumerate(outs)])
             _write_back(output, c)
-        return self._submit(run, [output])
+        return self._submit(run, [output], opts)
 
     alltoall_base = all_to_all_single
 
@@ -332,7 +338,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                            [(p, byte_view(o, "output")) for p, o in enumerate(outs)])
             for o, c in zip(output_tensors, outs):
                 _write_back(o, c)
-        return self._submit(run, output_tensors)
+        return self._submit(run, output_tensors, opts)
 
     def gather(self, output_tensors, input_tensors, opts=None):
         root = opts.rootRank
@@ -346,7 +352,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
             self._exchange([(root, inp)], [(p, byte_view(o, "output")) for p, o in enumerate(outs)])
             for o, c in zip(output_tensors[0], outs):
                 _write_back(o, c)
-        return self._submit(run, output_tensors)
+        return self._submit(run, output_tensors, opts)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         root = opts.rootRank
@@ -359,7 +365,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 sends = [(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors[0])]
             self._exchange(sends, [(root, byte_view(c, "output"))])
             _write_back(output_tensors[0], c)
-        return self._submit(run, output_tensors)
+        return self._submit(run, output_tensors, opts)
 
     # --- life cycle -----------------------------------------------------------------------------------
     def shutdown(self):

@@ -169,6 +169,15 @@ def main():
     work = dist.all_reduce(torch.ones(4), async_op=True)
     work.wait()
     expect("async all_reduce via Work", work.get_future().wait()[0], torch.full((4,), float(n)))
+    # Queued (async) work then a blocking call: the blocking one must wait its turn behind them,
+    # not run beside them on the caller's thread.
+    ts = [torch.full((1 << 16,), float(i + me)) for i in range(6)]
+    works = [dist.all_reduce(x, async_op=True) for x in ts[:5]]
+    dist.all_reduce(ts[5])
+    for w in works:
+        w.wait()
+    for i, x in enumerate(ts):
+        expect(f"async then blocking all_reduce #{i}", x, torch.full((1 << 16,), float(n * i + n * (n - 1) // 2)))
     dist.barrier()
     # Subgroups: the even ranks and the odd ranks each get their own ringo communicator.
     groups = [dist.new_group(list(range(p, n, 2))) for p in (0, 1)]
