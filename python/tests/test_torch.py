@@ -31,7 +31,8 @@ def test_ddp_matches_gloo_and_fsdp_matches_ddp_on_2_ranks():
 
 
 def test_ddp_matches_gloo_on_4_ranks():
-    proc = torchrun("ddp_fsdp.py", 4, 50, 0)
+    # Four ranks sum in another order than two; 20 steps keep the stage inside its time budget.
+    proc = torchrun("ddp_fsdp.py", 4, 20, 0)
     assert proc.returncode == 0, _report(proc)
     assert len(re.findall(r"ddp_fsdp rank \d: 0 failed", proc.stdout)) == 4, _report(proc)
 
