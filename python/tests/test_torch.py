@@ -48,3 +48,9 @@ def test_killed_rank_fails_the_others_with_ringos_message():
         assert re.search(r"RINGO-ERROR: .*ringo: ringo\w+: .*rank 2", out), outs  # ringo's own message
         failed_at = float(re.search(r"RINGO-ERROR-AT: ([0-9.]+)", out).group(1))
         assert failed_at - killed_at < timeout_s + 3, outs  # within RINGO_TIMEOUT (plus load slack)
+
+
+def test_comm_from_torchrun_environment():
+    proc = torchrun("from_env.py", 3)
+    assert proc.returncode == 0, _report(proc)
+    assert sorted(re.findall(r"from_env rank (\d) ok", proc.stdout)) == ["0", "1", "2"], _report(proc)
