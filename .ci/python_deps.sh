@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # python_deps.sh — the Python stage's environment: creates the venv ~/.cache/ringo/venv when it is
 # missing and pip-installs torch, numpy, pytest, mpi4py (ringo.Comm.from_mpi's test) and cupy-cuda13x
-# (the NCCL helper's check) only when they are missing, so a second run takes about a second. Prints the venv's python on its last line.
+# (the NCCL helper's check) only when they are missing, so a second run takes about a second.
+# Prints the venv's python on its last line.
 set -euo pipefail
 venv=${RINGO_VENV:-$HOME/.cache/ringo/venv}
 if [ ! -x "$venv/bin/python" ]; then
