@@ -1,0 +1,189 @@
+# bench.py — `python -m ringo.bench`: torch.distributed all-reduce with backend "ringo" against
+# "gloo" on the same ranks, interleaved A B A B (float32 sum, 4 KiB to 256 MiB, N = 2 and 4) in
+# nccl-tests' columns with the busbw ratio and the torch-side overhead over ringo-bench's C time;
+# then a DDP step-time comparison. Smoke-tested by python/tests/test_bench.py.
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _bytes(s):
+    s = s.strip().upper().rstrip("B").rstrip("I")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:], 1)
+    return int(float(s.rstrip("KMG")) * mult)
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(prog="python -m ringo.bench", description="torch.distributed all-reduce: backend ringo against gloo, then DDP step time")
+    p.add_argument("-N", "--nranks", default="2,4", help="rank counts to run, comma-separated (default 2,4)")
+    p.add_argument("-b", "--minbytes", default="4K", help="smallest all-reduce (default 4K)")
+    p.add_argument("-e", "--maxbytes", default="256M", help="largest all-reduce (default 256M)")
+    p.add_argument("-r", "--reps", type=int, default=3, help="A B rounds per size (default 3; the median is shown)")
+    p.add_argument("--ddp-params", default="20M", help="parameters of the DDP model (default 20M; 0: no DDP run)")
+    p.add_argument("--ddp-steps", type=int, default=10, help="timed DDP steps per backend (default 10)")
+    p.add_argument("--no-c", action="store_true", help="skip ringo-bench (the C numbers the overhead column needs)")
+    p.add_argument("-J", "--json", help="also write every figure as JSON to this file")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+# --- one rank ----------------------------------------------------------------------------------------
+def _iters(size, n):
+    """Timed iterations of one round: about 200 MB of traffic, from 3 (256 MiB) to 200 (small)."""
+    return max(3, min(200, int(2e8 // (size * n))))
+
+
+def _time_allreduce(dist, torch, t, group, iters):
+    dist.barrier(group=group)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(t, group=group)
+    return (time.perf_counter() - t0) / iters
+
+
+def _sweep(dist, torch, args, gloo):
+    n = dist.get_world_size()
+    rows, size = [], _bytes(args.minbytes)
+    while size <= _bytes(args.maxbytes):
+        t = torch.zeros(size // 4)
+        iters = _iters(size, n)
+        for g in (None, gloo):  # warm-up: links, buffers, first-touch of the pages
+            _time_allreduce(dist, torch, t, g, 2)
+        times = {"ringo": [], "gloo": []}
+        for _ in range(args.reps):  # A B A B: load changes hit both alike
+            times["ringo"].append(_time_allreduce(dist, torch, t, None, iters))
+            times["gloo"].append(_time_allreduce(dist, torch, t, gloo, iters))
+        rows.append({"size": size, "count": size // 4, "iters": iters,
+                     **{k + "_us": statistics.median(v) * 1e6 for k, v in times.items()}})
+        size *= 2
+    return rows
+
+
+def _mlp(torch, params):
+    """A stack of square Linear layers of width 2048 with about `params` parameters."""
+    width = 2048
+    layers = max(1, round(params / (width * width + width)))
+    torch.manual_seed(0)
+    mods = []
+    for _ in range(layers):
+        mods += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*mods), width
+
+
+def _ddp(dist, torch, args, gloo):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    params = _bytes(args.ddp_params)
+    model_r, width = _mlp(torch, params)
+    model_g, _ = _mlp(torch, params)
+    nparams = sum(p.numel() for p in model_r.parameters())
+    runs = {"ringo": DDP(model_r), "gloo": DDP(model_g, process_group=gloo)}
+    opts = {k: torch.optim.SGD(m.parameters(), lr=1e-4) for k, m in runs.items()}
+    x = torch.randn(8, width)
+    steps = {"ringo": [], "gloo": []}
+
+    def step(name):
+        dist.barrier(group=gloo)
+        t0 = time.perf_counter()
+        opts[name].zero_grad()
+        runs[name](x).square().mean().backward()
+        opts[name].step()
+        return time.perf_counter() - t0
+    for i in range(2 + args.ddp_steps):  # two warm-up steps each, then A B A B
+        for name in ("ringo", "gloo"):
+            dt = step(name)
+            if i >= 2:
+                steps[name].append(dt)
+    return {"params": nparams, "steps": args.ddp_steps, **{k + "_ms": statistics.median(v) * 1e3 for k, v in steps.items()}}
+
+
+def _worker(args):
+    import torch
+    import torch.distributed as dist
+    import ringo.torch  # noqa: F401 - registers "ringo"
+    dist.init_process_group("ringo")
+    gloo = dist.new_group(backend="gloo")
+    out = {"nranks": dist.get_world_size(), "rows": _sweep(dist, torch, args, gloo)}
+    if _bytes(args.ddp_params) > 0:
+        out["ddp"] = _ddp(dist, torch, args, gloo)
+    if dist.get_rank() == 0:
+        pathlib.Path(args.worker).write_text(json.dumps(out))
+    dist.destroy_process_group()
+
+
+# --- the launcher ------------------------------------------------------------------------------------
+def _launch(n, args, argv):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        result = f.name
+    procs = []
+    for r in range(n):
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+        env.setdefault("OMP_NUM_THREADS", "1")
+        procs.append(subprocess.Popen([sys.executable, "-m", "ringo.bench", *argv, "--worker", result], env=env))
+    rcs = [p.wait() for p in procs]
+    if any(rcs):
+        raise SystemExit(f"ringo.bench: N = {n}: ranks exited with {rcs}")
+    data = json.loads(pathlib.Path(result).read_text())
+    os.unlink(result)
+    return data
+
+
+def _c_times(n, args):
+    """ringo-bench's in-place all-reduce time per size (µs), the C side of the overhead column."""
+    from .teach import tool
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        subprocess.run([tool("ringo-bench"), "-N", str(n), "-b", args.minbytes, "-e", args.maxbytes, "-c", "0",
+                        "-J", f.name], check=True, stdout=subprocess.DEVNULL)
+        rows = json.load(open(f.name))["rows"]
+    return {r["size"]: r["ip_time_us"] for r in rows}
+
+
+def _print(data, c_times):
+    n = data["nranks"]
+    bus = 2 * (n - 1) / n
+    print(f"# N = {n}: torch.distributed.all_reduce, float32 sum, in place; ringo then gloo, A B A B, medians")
+    print(f"# {'size':>10} {'count':>10} {'type':>7} {'redop':>5} | {'ringo us':>10} {'algbw':>7} {'busbw':>7} | "
+          f"{'gloo us':>10} {'algbw':>7} {'busbw':>7} | {'ratio':>6} | {'C us':>9} {'torch+':>8}")
+    for r in data["rows"]:
+        alg_r, alg_g = r["size"] / r["ringo_us"] / 1e3, r["size"] / r["gloo_us"] / 1e3
+        c = c_times.get(r["size"]) if c_times else None
+        cs = f"{c:9.2f} {r['ringo_us'] - c:8.2f}" if c is not None else f"{'-':>9} {'-':>8}"
+        print(f"  {r['size']:>10} {r['count']:>10} {'float':>7} {'sum':>5} | {r['ringo_us']:10.2f} {alg_r:7.3f} "
+              f"{alg_r * bus:7.3f} | {r['gloo_us']:10.2f} {alg_g:7.3f} {alg_g * bus:7.3f} | "
+              f"{r['gloo_us'] / r['ringo_us']:6.2f} | {cs}")
+    d = data.get("ddp")
+    if d:
+        print(f"# DDP step, {d['params'] / 1e6:.1f} M parameters, batch 8, median of {d['steps']}: ringo "
+              f"{d['ringo_ms']:.1f} ms, gloo {d['gloo_ms']:.1f} ms, gloo/ringo {d['gloo_ms'] / d['ringo_ms']:.2f}")
+    print("#  ratio = ringo busbw / gloo busbw; C us = ringo-bench's in-place time; torch+ = ringo us - C us")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parse(argv)
+    if args.worker:
+        return _worker(args)
+    print(f"# ringo.bench on {os.uname().nodename}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    results = []
+    for n in (int(x) for x in args.nranks.split(",")):
+        data = _launch(n, args, argv)
+        data["c_us"] = None if args.no_c else _c_times(n, args)
+        _print(data, data["c_us"])
+        results.append(data)
+        sys.stdout.flush()
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+# comm.py — ringo.Comm: one rank of a ringo communicator, driven with NumPy arrays (or anything
+# exposing a raw pointer), plus ringo.Error. Sits on _lib.py (ctypes over include/ringo.h).
+# Tested by python/tests/test_comm.py (pytest; forks N ranks on this host).
+import contextlib
+import ctypes
+import os
+
+import numpy as np
+
+from . import _lib
+
+_lib_ = _lib.lib
+
+
+class Error(RuntimeError):
+    """A ringo call failed. .code is the ringoResult_t value, .name its string, .message what
+    ringoGetLastError said at the time (the library's own explanation)."""
+
+    def __init__(self, code, message, call=""):
+        self.code = int(code)
+        self.name = _lib.error_string(self.code)
+        self.message = message
+        self.call = call
+        where = f"{call}: " if call else ""
+        super().__init__(f"ringo: {where}{self.name} ({self.code}): {message}")
+
+
+def check(code, comm=None, call=""):
+    """Raises Error for a result other than ringoSuccess, with the message of comm (or of this
+    thread when comm is None or its message is empty)."""
+    if code == _lib.SUCCESS:
+        return
+    msg = _lib.last_error(comm) if comm else ""
+    if not msg:
+        msg = _lib.last_error(None)
+    raise Error(code, msg, call)
+
+
+def version():
+    v = ctypes.c_int()
+    check(_lib_.ringoGetVersion(ctypes.byref(v)), call="ringoGetVersion")
+    return v.value // 10000, v.value // 100 % 100, v.value % 100
+
+
+def unique_id():
+    """Starts a rendezvous root in this process and returns its id as 128 bytes: give them to every
+    rank (any channel you like) and pass them to Comm(nranks, id, rank)."""
+    uid = _lib.UniqueId()
+    check(_lib_.ringoGetUniqueId(ctypes.byref(uid)), call="ringoGetUniqueId")
+    # bytes(uid), not uid.internal: a c_char array reads as a C string and would stop at the first 0.
+    return bytes(uid)
+
+
+def _dtype_code(arr, dtype):
+    """ringoDataType_t for arr: dtype names it when NumPy cannot (bfloat16 travels as uint16 or as
+    ml_dtypes.bfloat16), else arr.dtype's name decides."""
+    name = dtype if dtype is not None else np.dtype(arr.dtype).name
+    if name not in _lib.DTYPES:
+        raise Error(_lib.INVALID_ARGUMENT, f"dtype {name} is not one ringo reduces "
+                    f"(it has {', '.join(_lib.DTYPES)})")
+    return _lib.DTYPES[name]
+
+
+def _op_code(op):
+    code = _lib.OPS.get(str(op).lower())
+    if code is None:
+        raise Error(_lib.INVALID_ARGUMENT, f"op {op!r} is not one of ringo's {', '.join(_lib.OPS)}")
+    return code
+
+
+def _ptr(arr, writable):
+    """The data pointer of a C-contiguous array; ringo moves flat memory, so a strided view would
+    silently read the wrong elements and is refused instead."""
+    if not isinstance(arr, np.ndarray):
+        raise Error(_lib.INVALID_ARGUMENT, f"expected a numpy.ndarray, got {type(arr).__name__}")
+    if not arr.flags.c_contiguous:
+        raise Error(_lib.INVALID_ARGUMENT, "array is not C-contiguous (use numpy.ascontiguousarray)")
+    if writable and not arr.flags.writeable:
+        raise Error(_lib.INVALID_ARGUMENT, "output array is read-only")
+    return arr.ctypes.data if arr.size else None
+
+
+class Comm:
+    """One rank of an nranks ringo communicator.
+
+    Comm(nranks, uid, rank)  every rank passes the same uid (bytes from ringo.unique_id()).
+    Comm.from_env()          under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
+    Comm.from_mpi(comm)      over an mpi4py communicator (ringoCommInitMPI).
+
+    The collectives take NumPy arrays of any of ringo's ten dtypes (bfloat16 as uint16 arrays with
+    dtype="bfloat16") and run on host memory: each call returns when its result is in place."""
+
+    def __init__(self, nranks, uid, rank, _handle=None):
+        if _handle is None:
+            if len(uid) != _lib.UNIQUE_ID_BYTES:
+                raise Error(_lib.INVALID_ARGUMENT, f"unique id must be {_lib.UNIQUE_ID_BYTES} bytes, got {len(uid)}")
+            cid = _lib.UniqueId()
+            ctypes.memmove(ctypes.byref(cid), bytes(uid), _lib.UNIQUE_ID_BYTES)
+            h = ctypes.c_void_p()
+            check(_lib_.ringoCommInitRank(ctypes.byref(h), int(nranks), cid, int(rank)), call="ringoCommInitRank")
+            _handle = h
+        self._h = _handle
+
+    # --- construction from a launcher ---------------------------------------------------------
+    @classmethod
+    def from_store(cls, store, rank, nranks, key="ringo/uid"):
+        """Rendezvous through a torch.distributed Store: rank 0 makes the id and sets it under key,
+        the others wait for it (the store's own timeout bounds the wait)."""
+        if rank == 0:
+            uid = unique_id()
+            store.set(key, uid)
+        else:
+            uid = bytes(store.get(key))
+        return cls(nranks, uid, rank)
+
+    @classmethod
+    def from_env(cls, key="ringo/uid"):
+        """Under torchrun (or any launcher setting RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): the
+        id travels through a torch TCPStore at MASTER_ADDR:MASTER_PORT, hosted by torchrun's agent
+        when it says so (TORCHELASTIC_USE_AGENT_STORE), else by rank 0 — as env:// does."""
+        try:
+            rank, nranks = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+            addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+        except KeyError as e:
+            raise Error(_lib.INVALID_ARGUMENT, f"Comm.from_env needs {e.args[0]} in the environment (torchrun sets it)")
+        try:
+            from torch.distributed import TCPStore
+        except ImportError:
+            raise Error(_lib.INVALID_USAGE, "Comm.from_env rendezvous uses torch.distributed.TCPStore; install torch "
+                        "or share ringo.unique_id() yourself")
+        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        store = TCPStore(addr, port, nranks, is_master=(rank == 0 and not agent))
+        return cls.from_store(store, rank, nranks, key)
+
+    @classmethod
+    def from_mpi(cls, mpi_comm=None):
+        """Every rank of mpi_comm (default mpi4py's COMM_WORLD) calls it; needs mpi4py and a
+        libringo built with MPI, initialised at MPI_THREAD_SERIALIZED or more (mpi4py's default
+        is MULTIPLE)."""
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise Error(_lib.INVALID_USAGE, "Comm.from_mpi needs mpi4py (pip install mpi4py)")
+        if not _lib.HAS_MPI:
+            raise Error(_lib.INVALID_USAGE, "this libringo was built without MPI (make says mpi: no)")
+        mpi_comm = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
+        # MPI_Comm is a handle whose size is the implementation's; read it where mpi4py keeps it.
+        handle = ctypes.c_void_p.from_address(MPI._addressof(mpi_comm)).value
+        h = ctypes.c_void_p()
+        check(_lib_.ringoCommInitMPI(ctypes.byref(h), handle), call="ringoCommInitMPI")
+        return cls(0, b"", 0, _handle=h)
+
+    # --- life cycle and queries ------------------------------------------------------------------
+    @property
+    def handle(self):
+        if self._h is None:
+            raise Error(_lib.INVALID_USAGE, "communicator already destroyed")
+        return self._h
+
+    def _int_query(self, fn, name):
+        v = ctypes.c_int()
+        check(fn(self.handle, ctypes.byref(v)), self.handle, name)
+        return v.value
+
+    @property
+    def rank(self):
+        return self._int_query(_lib_.ringoCommUserRank, "ringoCommUserRank")
+
+    @property
+    def size(self):
+        return self._int_query(_lib_.ringoCommCount, "ringoCommCount")
+
+    @property
+    def device(self):
+        """CUDA device of the communicator, -1 for a host communicator."""
+        return self._int_query(_lib_.ringoCommCuDevice, "ringoCommCuDevice")
+
+    def async_error(self):
+        """The ringoResult_t that ended asynchronous work on this communicator, 0 if none."""
+        return self._int_query(_lib_.ringoCommGetAsyncError, "ringoCommGetAsyncError")
+
+    def stats(self):
+        """Cumulative payload bytes this rank sent and received, and collectives completed."""
+        s = _lib.CommStats()
+        check(_lib_.ringoCommGetStats(self.handle, ctypes.byref(s)), self.handle, "ringoCommGetStats")
+        return {"bytes_sent": s.bytesSent, "bytes_received": s.bytesReceived, "collectives": s.collectives}
+
+    def destroy(self):
+        if self._h is not None:
+            h, self._h = self._h, None
+            check(_lib_.ringoCommDestroy(h), call="ringoCommDestroy")
+
+    def abort(self):
+        """Ends work blocked on this communicator in another thread, and frees it."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            check(_lib_.ringoCommAbort(h), call="ringoCommAbort")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+
+    def __repr__(self):
+        if self._h is None:
+            return "ringo.Comm(destroyed)"
+        return f"ringo.Comm(rank={self.rank}, size={self.size})"
+
+    # --- raw calls on pointers (the torch backend uses these) ----------------------------------------
+    # One line each on purpose: a blocking 4 KiB all-reduce costs a few microseconds in C, so the
+    # Python around it is kept to the call and one test of its result.
+    def all_reduce_ptr(self, send, recv, count, dt, op):
+        rc = _lib_.ringoAllReduce(send, recv, count, dt, op, self._h, None)
+        if rc:
+            check(rc, self._h, "ringoAllReduce")
+
+    def reduce_scatter_ptr(self, send, recv, recvcount, dt, op):
+        rc = _lib_.ringoReduceScatter(send, recv, recvcount, dt, op, self._h, None)
+        if rc:
+            check(rc, self._h, "ringoReduceScatter")
+
+    def all_gather_ptr(self, send, recv, sendcount, dt):
+        rc = _lib_.ringoAllGather(send, recv, sendcount, dt, self._h, None)
+        if rc:
+            check(rc, self._h, "ringoAllGather")
+
+    def broadcast_ptr(self, send, recv, count, dt, root):
+        rc = _lib_.ringoBroadcast(send, recv, count, dt, int(root), self._h, None)
+        if rc:
+            check(rc, self._h, "ringoBroadcast")
+
+    def reduce_ptr(self, send, recv, count, dt, op, root):
+        rc = _lib_.ringoReduce(send, recv, count, dt, op, int(root), self._h, None)
+        if rc:
+            check(rc, self._h, "ringoReduce")
+
+    def send_ptr(self, buf, count, dt, peer):
+        rc = _lib_.ringoSend(buf, count, dt, int(peer), self._h, None)
+        if rc:
+            check(rc, self._h, "ringoSend")
+
+    def recv_ptr(self, buf, count, dt, peer):
+        rc = _lib_.ringoRecv(buf, count, dt, int(peer), self._h, None)
+        if rc:
+            check(rc, self._h, "ringoRecv")
+
+    # --- collectives on NumPy arrays -------------------------------------------------------------------
+    def all_reduce(self, send, recv=None, op="sum", dtype=None):
+        """recv = op over ranks of send; in place when recv is None or send. Returns recv."""
+        recv = send if recv is None else recv
+        _same_shape(send.size, recv.size, "all_reduce: recv")
+        self.all_reduce_ptr(_ptr(send, False), _ptr(recv, True), send.size, _dtype_code(send, dtype), _op_code(op))
+        return recv
+
+    def reduce_scatter(self, send, recv=None, op="sum", dtype=None):
+        """recv = op over ranks of this rank's 1/N of send. recv None: in place, the result is the
+        view send[rank*k:(rank+1)*k] of the flat array, returned."""
+        n = self.size
+        if send.size % n:
+            raise Error(_lib.INVALID_ARGUMENT, f"reduce_scatter: send has {send.size} elements, not a multiple of {n} ranks")
+        k = send.size // n
+        if recv is None:
+            recv = send.reshape(-1)[self.rank * k:(self.rank + 1) * k]
+        _same_shape(k, recv.size, "reduce_scatter: recv")
+        self.reduce_scatter_ptr(_ptr(send, False), _ptr(recv, True), k, _dtype_code(send, dtype), _op_code(op))
+        return recv
+
+    def all_gather(self, send, recv=None, dtype=None):
+        """recv = every rank's send, in rank order (a new array of N*send.size when recv is None).
+        In place when send is the view recv[rank*k:(rank+1)*k]. Returns recv."""
+        if recv is None:
+            recv = np.empty(send.size * self.size, dtype=send.dtype)
+        _same_shape(send.size * self.size, recv.size, "all_gather: recv")
+        self.all_gather_ptr(_ptr(send, False), _ptr(recv, True), send.size, _dtype_code(send, dtype))
+        return recv
+
+    def broadcast(self, send, recv=None, root=0, dtype=None):
+        """recv = root's send on every rank; in place when recv is None. Returns recv."""
+        recv = send if recv is None else recv
+        _same_shape(send.size, recv.size, "broadcast: recv")
+        self.broadcast_ptr(_ptr(send, False), _ptr(recv, True), recv.size, _dtype_code(recv, dtype), root)
+        return recv
+
+    def reduce(self, send, recv=None, op="sum", root=0, dtype=None):
+        """recv on root = op over ranks of send (recv untouched elsewhere); in place when recv is None."""
+        recv = send if recv is None else recv
+        _same_shape(send.size, recv.size, "reduce: recv")
+        self.reduce_ptr(_ptr(send, False), _ptr(recv, True), send.size, _dtype_code(send, dtype), _op_code(op), root)
+        return recv
+
+    def send(self, arr, peer, dtype=None):
+        """Sends arr to peer, which calls recv with as many elements of the same dtype."""
+        self.send_ptr(_ptr(arr, False), arr.size, _dtype_code(arr, dtype), peer)
+
+    def recv(self, arr, peer, dtype=None):
+        """Receives into arr from peer. Returns arr."""
+        self.recv_ptr(_ptr(arr, True), arr.size, _dtype_code(arr, dtype), peer)
+        return arr
+
+
+def _same_shape(want, got, what):
+    if want != got:
+        raise Error(_lib.INVALID_ARGUMENT, f"{what} has {got} elements, expected {want}")
+
+
+@contextlib.contextmanager
+def group():
+    """ringoGroupStart/End around the block: the sends and receives (and collectives) this thread
+    issues inside progress together at the end, so an exchange written as a loop completes."""
+    check(_lib_.ringoGroupStart(), call="ringoGroupStart")
+    try:
+        yield
+    finally:
+        check(_lib_.ringoGroupEnd(), call="ringoGroupEnd")

@@ -1,0 +1,18 @@
+# ringo.torch — importing it registers the torch.distributed backend "ringo" (CPU tensors), so
+# init_process_group("ringo") works under torchrun with env:// and nothing else changed.
+# Tested by python/tests/test_torch_*.py (torchrun, N = 2 and 4).
+import torch.distributed as dist
+
+from .pg import ProcessGroupRingo
+
+__all__ = ["ProcessGroupRingo"]
+
+
+def _create(store, rank, size, timeout):
+    # Every member of the group calls this with the group's prefixed store; ringoCommInitRank
+    # blocks until all have joined (bounded by RINGO_TIMEOUT).
+    return ProcessGroupRingo(store, rank, size, timeout)
+
+
+if "ringo" not in dist.Backend.backend_list:
+    dist.Backend.register_backend("ringo", _create, devices=["cpu"])

@@ -1,0 +1,382 @@
+# pg.py — ProcessGroupRingo: torch.distributed's collectives on CPU tensors through one ringo
+# communicator per process group. Each call checks its arguments on the caller's thread (a bad
+# call raises there), then queues the data movement on the group's worker and returns its Work.
+# Tested by python/tests/test_torch_*.py under torchrun (N = 2 and 4).
+import torch
+import torch.distributed as dist
+
+from .. import _lib, comm as _comm
+from ..comm import Comm, Error
+from .tensors import byte_view, check_device, op_name, ptr, reduce_view
+from .worker import Worker
+
+
+def _contiguous(t):
+    return t if t.is_contiguous() else t.contiguous()
+
+
+def _write_back(dst, src):
+    if src is not dst:
+        dst.copy_(src)
+
+
+def _scaled(t, factor):
+    """PREMUL_SUM's input: t times factor (a Python number or a one-element tensor)."""
+    return t * (factor.to(t.dtype) if isinstance(factor, torch.Tensor) else factor)
+
+
+def _splits(t, sizes, n, what):
+    """Byte offsets of the n pieces of t along dim 0 (equal pieces when sizes is empty)."""
+    rows = t.shape[0] if t.dim() else 1
+    sizes = list(sizes) if sizes else [rows // n] * n
+    if len(sizes) != n or sum(sizes) != rows or (not any(sizes) and rows):
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} splits {sizes} do not cut {rows} rows into {n}")
+    row_bytes = (t.numel() // rows if rows else 0) * t.element_size()
+    offs, at = [], 0
+    for s in sizes:
+        offs.append((at * row_bytes, s * row_bytes))
+        at += s
+    return offs
+
+
+class ProcessGroupRingo(dist.ProcessGroup):
+    """One rank of a torch process group whose CPU collectives run on a ringo communicator."""
+
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        # The store torch hands a backend is already prefixed by the group's name, so a subgroup's
+        # id lands under its own key and never meets the world's.
+        self._comm = Comm.from_store(store, rank, size, key="ringo/unique_id")
+        self._n = size
+        self._me = rank
+        self._worker = Worker(f"ringo-pg-{rank}/{size}")
+
+    def getBackendName(self):
+        return "ringo"
+
+    # torch names a group after creating it. ProcessGroup's C++ getter reads the name from a
+    # registered C++ backend, and a Python group has none, so the name is kept here as well.
+    def _set_group_name(self, name):
+        self._group_name = name
+        super()._set_group_name(name)
+
+    @property
+    def group_name(self):
+        return getattr(self, "_group_name", "")
+
+    def _set_group_desc(self, desc):
+        self._group_desc = desc
+        super()._set_group_desc(desc)
+
+    @property
+    def group_desc(self):
+        return getattr(self, "_group_desc", "")
+
+    def name(self):
+        return "ringo"
+
+    @property
+    def ringo_comm(self):
+        """The ringo.Comm under this group (its stats() count the bytes the group moved)."""
+        return self._comm
+
+    def _submit(self, fn, outputs, opts=None):
+        """Queues fn on the worker; a blocking call (opts.asyncOp False) may run it right here."""
+        return self._worker.submit(fn, outputs, blocking=opts is not None and not getattr(opts, "asyncOp", True))
+
+    # --- all-reduce family ------------------------------------------------------------------------
+    def _reduce_in_place(self, t, op, factor):
+        """All-reduce of one contiguous tensor in place (on the worker thread)."""
+        if factor is not None:
+            t.copy_(_scaled(t, factor))
+        v, dt = reduce_view(t, op, "tensor")
+        self._comm.all_reduce_ptr(ptr(v), ptr(v), v.numel(), dt, _lib.OPS[op])
+
+    def allreduce(self, tensors, opts=None):
+        op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        views = [reduce_view(t, op, "allreduce tensor") for t in tensors]
+        if len(tensors) == 1 and factor is None and tensors[0].is_contiguous():
+            # DDP's buckets and most user calls: one contiguous tensor, reduced where it lies.
+            v, dt = views[0]
+            p = ptr(v)
+            args = (p, p, v.numel(), dt, _lib.OPS[op])
+            return self._submit(lambda: self._comm.all_reduce_ptr(*args), tensors, opts)
+
+        def run():
+            for t in tensors:
+                c = _contiguous(t)
+                self._reduce_in_place(c, op, factor)
+                _write_back(t, c)
+        return self._submit(run, tensors, opts)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        """One all-reduce per dtype over the tensors packed end to end (as Gloo coalesces)."""
+        op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        for t in tensors:
+            reduce_view(t, op, "allreduce_coalesced tensor")
+
+        def run():
+            for dtype in dict.fromkeys(t.dtype for t in tensors):
+                same = [t for t in tensors if t.dtype == dtype]
+                flat = torch.cat([t.reshape(-1) for t in same])
+                self._reduce_in_place(flat, op, factor)
+                at = 0
+                for t in same:
+                    t.copy_(flat[at:at + t.numel()].view_as(t))
+                    at += t.numel()
+        return self._submit(run, tensors, opts)
+
+    def reduce(self, tensors, opts=None):
+        op, factor = op_name(opts.reduceOp)
+        root = opts.rootRank
+        self._check_root(root)
+        for t in tensors:
+            reduce_view(t, op, "reduce tensor")
+
+        def run():
+            for t in tensors:
+                c = _contiguous(t)
+                send = _scaled(c, factor) if factor is not None else c
+                sv, dt = reduce_view(send, op, "tensor")
+                rv, _ = reduce_view(c, op, "tensor")
+                self._comm.reduce_ptr(ptr(sv), ptr(rv), sv.numel(), dt, _lib.OPS[op], root)
+                _write_back(t, c)
+        return self._submit(run, tensors, opts)
+
+    # --- reduce-scatter ---------------------------------------------------------------------------
+    def _reduce_scatter_flat(self, out, flat, op, factor):
+        """out = op over ranks of this rank's piece of the flat input (on the worker thread)."""
+        send = _scaled(flat, factor) if factor is not None else flat
+        c = _contiguous(out)
+        sv, dt = reduce_view(send, op, "input")
+        rv, _ = reduce_view(c, op, "output")
+        self._comm.reduce_scatter_ptr(ptr(sv), ptr(rv), rv.numel(), dt, _lib.OPS[op])
+        _write_back(out, c)
+
+    def _check_rs(self, out, inp_numel, op, what):
+        reduce_view(out, op, f"{what} output")
+        if inp_numel != out.numel() * self._n:
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} input has {inp_numel} elements, expected "
+                        f"{self._n} x {out.numel()}")
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        for out, ins in zip(output_tensors, input_tensors):
+            if len(ins) != self._n or any(i.numel() != out.numel() or i.dtype != out.dtype for i in ins):
+                raise Error(_lib.INVALID_ARGUMENT, "ringo backend: reduce_scatter needs one input per rank, each "
+                            "the output's size and dtype (uneven pieces are not supported)")
+            self._check_rs(out, out.numel() * self._n, op, "reduce_scatter")
+
+        def run():
+            for out, ins in zip(output_tensors, input_tensors):
+                self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), op, factor)
+        return self._submit(run, output_tensors, opts)
+
+    def reduce_scatter_single(self, output, input, opts=None):
+        op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        self._check_rs(output, input.numel(), op, "reduce_scatter_tensor")
+        if input.dtype != output.dtype:
+            raise Error(_lib.INVALID_ARGUMENT, "ringo backend: reduce_scatter_tensor input and output dtypes differ")
+        return self._submit(lambda: self._reduce_scatter_flat(output, _contiguous(input).reshape(-1), op, factor),
+                            [output], opts)
+
+    _reduce_scatter_base = reduce_scatter_single
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        for o, i in zip(outputs, inputs):
+            self._check_rs(o, i.numel(), op, "reduce_scatter_tensor_coalesced")
+
+        def run():
+            for o, i in zip(outputs, inputs):
+                self._reduce_scatter_flat(o, _contiguous(i).reshape(-1), op, factor)
+        return self._submit(run, outputs, opts)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+
+    # --- all-gather and broadcast: bytes, any dtype ---------------------------------------------------
+    def _gather_flat(self, out, inp):
+        """out (contiguous, n x inp's bytes) = every rank's inp in rank order (worker thread)."""
+        src = byte_view(_contiguous(inp), "input")
+        dst = byte_view(out, "output")
+        self._comm.all_gather_ptr(ptr(src), ptr(dst), src.numel(), _lib.DTYPES["uint8"])
+
+    def _check_ag(self, out, inp, what):
+        check_device(inp, f"{what} input")
+        check_device(out, f"{what} output")
+        if out.numel() != inp.numel() * self._n or out.dtype != inp.dtype:
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} output must hold {self._n} x the input "
+                        f"({inp.numel()} elements of {inp.dtype}), got {out.numel()} of {out.dtype}")
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        for outs, inp in zip(output_tensors, input_tensors):
+            if len(outs) != self._n or any(o.numel() != inp.numel() or o.dtype != inp.dtype for o in outs):
+                raise Error(_lib.INVALID_ARGUMENT, "ringo backend: all_gather needs one output per rank, each the "
+                            "input's size and dtype (uneven all_gather is not supported)")
+            check_device(inp, "all_gather input")
+
+        def run():
+            for outs, inp in zip(output_tensors, input_tensors):
+                flat = torch.empty(inp.numel() * self._n, dtype=inp.dtype)
+                self._gather_flat(flat, inp)
+                for r, o in enumerate(outs):
+                    o.copy_(flat[r * inp.numel():(r + 1) * inp.numel()].view_as(o))
+        return self._submit(run, output_tensors, opts)
+
+    def all_gather_single(self, output, input, opts=None):
+        self._check_ag(output, input, "all_gather_into_tensor")
+
+        def run():
+            c = _contiguous(output)
+            self._gather_flat(c, input)
+            _write_back(output, c)
+        return self._submit(run, [output], opts)
+
+    _allgather_base = all_gather_single
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        for o, i in zip(outputs, inputs):
+            self._check_ag(o, i, "all_gather_into_tensor_coalesced")
+
+        def run():
+            for o, i in zip(outputs, inputs):
+                c = _contiguous(o)
+                self._gather_flat(c, i)
+                _write_back(o, c)
+        return self._submit(run, outputs, opts)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        return self.allgather(output_lists, input_list, opts)
+
+    def broadcast(self, tensors, opts=None):
+        root = opts.rootRank if opts is not None else 0
+        self._check_root(root)
+        for t in tensors:
+            check_device(t, "broadcast tensor")
+
+        def run():
+            for t in tensors:
+                c = _contiguous(t)
+                b = byte_view(c, "tensor")
+                self._comm.broadcast_ptr(ptr(b), ptr(b), b.numel(), _lib.DTYPES["uint8"], root)
+                _write_back(t, c)
+        return self._submit(run, tensors, opts)
+
+    def barrier(self, opts=None):
+        one = torch.ones(1, dtype=torch.uint8)
+        return self._submit(lambda: self._comm.all_reduce_ptr(ptr(one), ptr(one), 1, _lib.DTYPES["uint8"],
+                                                              _lib.OPS["sum"]), [one], opts)
+
+    # --- point to point and all-to-all ---------------------------------------------------------------
+    def _check_root(self, peer, what="root"):
+        if not 0 <= peer < self._n:
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} {peer} is not a rank of this group of {self._n}")
+
+    def send(self, tensors, dstRank, tag=0):
+        """Messages between two ranks match in the order they were sent (tags are not looked at)."""
+        self._check_root(dstRank, "send peer")
+        bufs = [byte_view(_contiguous(t), "send tensor") for t in tensors]
+
+        def run():
+            for b in bufs:
+                self._comm.send_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], dstRank)
+        return self._submit(run, tensors)
+
+    def recv(self, tensors, srcRank, tag=0):
+        self._check_root(srcRank, "recv peer")
+        for t in tensors:
+            check_device(t, "recv tensor")
+
+        def run():
+            for t in tensors:
+                c = _contiguous(t)
+                b = byte_view(c, "tensor")
+                self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], srcRank)
+                _write_back(t, c)
+        return self._submit(run, tensors)
+
+    def recv_anysource(self, tensors, tag=0):
+        raise Error(_lib.INVALID_USAGE, "ringo backend: recv from any source is not supported (ringo matches "
+                    "messages per peer; name the source)")
+
+    def _exchange(self, sends, recvs):
+        """Every (peer, bytes) of sends and recvs progressing together in one ringo group."""
+        with _comm.group():
+            for peer, b in sends:
+                self._comm.send_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], peer)
+            for peer, b in recvs:
+                self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], peer)
+
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        check_device(input, "all_to_all_single input")
+        check_device(output, "all_to_all_single output")
+        if input.dtype != output.dtype:
+            raise Error(_lib.INVALID_ARGUMENT, "ringo backend: all_to_all_single input and output dtypes differ")
+        ins = _splits(input, input_split_sizes, self._n, "input")
+        outs = _splits(output, output_split_sizes, self._n, "output")
+
+        def run():
+            src = byte_view(_contiguous(input), "input")
+            c = _contiguous(output)
+            dst = byte_view(c, "output")
+            self._exchange([(p, src[o:o + k]) for p, (o, k) in enumerate(ins)],
+                           [(p, dst[o:o + k]) for p, (o, k) in enumerate(outs)])
+            _write_back(output, c)
+        return self._submit(run, [output], opts)
+
+    alltoall_base = all_to_all_single
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        if len(output_tensors) != self._n or len(input_tensors) != self._n:
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: all_to_all needs {self._n} inputs and outputs")
+
+        def run():
+            outs = [_contiguous(o) for o in output_tensors]
+            self._exchange([(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors)],
+                           [(p, byte_view(o, "output")) for p, o in enumerate(outs)])
+            for o, c in zip(output_tensors, outs):
+                _write_back(o, c)
+        return self._submit(run, output_tensors, opts)
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        root = opts.rootRank
+        self._check_root(root)
+
+        def run():
+            inp = byte_view(_contiguous(input_tensors[0]), "input")
+            if self._me != root:
+                return self._exchange([(root, inp)], [])
+            outs = [_contiguous(o) for o in output_tensors[0]]
+            self._exchange([(root, inp)], [(p, byte_view(o, "output")) for p, o in enumerate(outs)])
+            for o, c in zip(output_tensors[0], outs):
+                _write_back(o, c)
+        return self._submit(run, output_tensors, opts)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        root = opts.rootRank
+        self._check_root(root)
+
+        def run():
+            c = _contiguous(output_tensors[0])
+            sends = []
+            if self._me == root:
+                sends = [(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors[0])]
+            self._exchange(sends, [(root, byte_view(c, "output"))])
+            _write_back(output_tensors[0], c)
+        return self._submit(run, output_tensors, opts)
+
+    # --- life cycle -----------------------------------------------------------------------------------
+    def shutdown(self):
+        """destroy_process_group's call: finish queued work, then free the communicator."""
+        self._worker.stop()
+        self._comm.destroy()
+
+    def abort(self):
+        """Ends a collective blocked on a dead or stuck peer, then frees the communicator."""
+        self._comm.abort()
+        self._worker.stop()
+
+    def __repr__(self):
+        return f"ProcessGroupRingo(rank={self._me}, size={self._n})"

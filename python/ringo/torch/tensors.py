@@ -1,0 +1,59 @@
+# tensors.py — how torch tensors and reduce ops meet ringo's dtypes and ops: the pointer, the
+# element count and ringoDataType_t of a contiguous tensor, and ReduceOp -> ringoRedOp_t.
+# Pure functions; tested through python/tests/test_torch_*.py.
+import torch
+import torch.distributed as dist
+
+from .. import _lib
+from ..comm import Error
+
+DTYPES = {torch.int8: "int8", torch.uint8: "uint8", torch.int32: "int32", torch.uint32: "uint32",
+          torch.int64: "int64", torch.uint64: "uint64", torch.float16: "float16",
+          torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16"}
+# Complex numbers reduce as pairs of reals for the ops that act on each part alone.
+COMPLEX = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+_R = dist.ReduceOp.RedOpType
+OPS = {_R.SUM: "sum", _R.AVG: "avg", _R.PRODUCT: "prod", _R.MIN: "min", _R.MAX: "max",
+       _R.PREMUL_SUM: "sum"}
+
+
+def check_device(t, what):
+    if t.device.type != "cpu":
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is on {t.device}; this backend serves CPU "
+                    "tensors (CUDA tensors: use torch's nccl backend over ringo's NCCL drop-in)")
+
+
+def reduce_view(t, op, what):
+    """(tensor to reduce, its ringo dtype code): complex as its real pairs for SUM/AVG/PREMUL_SUM."""
+    check_device(t, what)
+    if t.dtype in COMPLEX:
+        if op not in ("sum", "avg"):
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {op} of {t.dtype} is not defined")
+        t = torch.view_as_real(t)
+    name = DTYPES.get(t.dtype)
+    if name is None:
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} has dtype {t.dtype}, which ringo does not "
+                    f"reduce (it has {', '.join(_lib.DTYPES)})")
+    return t, _lib.DTYPES[name]
+
+
+def byte_view(t, what):
+    """Data movement needs no arithmetic: any dtype goes as its bytes."""
+    check_device(t, what)
+    return t.reshape(-1).view(torch.uint8) if t.numel() else t.reshape(-1)
+
+
+def op_name(reduce_op):
+    """ringo's op name for a torch ReduceOp (or RedOpType), and the PREMUL_SUM factor (or None)."""
+    kind = getattr(reduce_op, "op", reduce_op)
+    name = OPS.get(kind)
+    if name is None:
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: ReduceOp {kind} is not supported (ringo has "
+                    "SUM, AVG, PRODUCT, MIN, MAX and PREMUL_SUM)")
+    factor = getattr(reduce_op, "factor", None) if kind == _R.PREMUL_SUM else None
+    return name, factor
+
+
+def ptr(t):
+    return t.data_ptr() if t.numel() else None

@@ -1,0 +1,56 @@
+# test_torch.py — the torch.distributed backend "ringo" under real PyTorch on this machine:
+# every collective on every shared dtype (torchrun N = 2 and 4), DDP against gloo, FSDP2 against
+# DDP, and a rank killed mid-training. Run: pytest python/tests/test_torch.py (needs torch).
+import re
+
+import pytest
+
+pytest.importorskip("torch")
+from launch import spawn, torchrun  # noqa: E402
+
+
+def _report(proc):
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_every_collective_every_dtype(n):
+    proc = torchrun("collectives.py", n)
+    assert proc.returncode == 0, _report(proc)
+    counts = re.findall(r"ringo collectives rank (\d+): (\d+) checks, (\d+) failed", proc.stdout)
+    assert sorted(int(r) for r, _, _ in counts) == list(range(n)), _report(proc)
+    assert all(int(c) > 150 and int(f) == 0 for _, c, f in counts), _report(proc)
+
+
+def test_ddp_matches_gloo_and_fsdp_matches_ddp_on_2_ranks():
+    proc = torchrun("ddp_fsdp.py", 2, 50, 5)
+    assert proc.returncode == 0, _report(proc)
+    assert len(re.findall(r"ddp rank \d: 50 steps", proc.stdout)) == 2, _report(proc)
+    assert len(re.findall(r"fsdp rank \d: 5 steps", proc.stdout)) == 2, _report(proc)
+    assert len(re.findall(r"ddp_fsdp rank \d: 0 failed", proc.stdout)) == 2, _report(proc)
+
+
+def test_ddp_matches_gloo_on_4_ranks():
+    # Four ranks sum in another order than two; 20 steps keep the stage inside its time budget.
+    proc = torchrun("ddp_fsdp.py", 4, 20, 0)
+    assert proc.returncode == 0, _report(proc)
+    assert len(re.findall(r"ddp_fsdp rank \d: 0 failed", proc.stdout)) == 4, _report(proc)
+
+
+def test_killed_rank_fails_the_others_with_ringos_message():
+    timeout_s = 5
+    results = spawn("kill.py", 3, env={"RINGO_TIMEOUT": str(timeout_s)})
+    outs = "\n".join(f"--- rank {r} exit {rc}\n{out[-2000:]}" for r, (rc, out) in enumerate(results))
+    assert results[2][0] == 3, outs
+    killed_at = float(re.search(r"KILLED-AT: ([0-9.]+)", results[2][1]).group(1))
+    for rc, out in results[:2]:
+        assert rc == 7, outs  # ended by the error, not by a hang or a clean finish
+        assert re.search(r"RINGO-ERROR: .*ringo: ringo\w+: .*rank 2", out), outs  # ringo's own message
+        failed_at = float(re.search(r"RINGO-ERROR-AT: ([0-9.]+)", out).group(1))
+        assert failed_at - killed_at < timeout_s + 3, outs  # within RINGO_TIMEOUT (plus load slack)
+
+
+def test_comm_from_torchrun_environment():
+    proc = torchrun("from_env.py", 3)
+    assert proc.returncode == 0, _report(proc)
+    assert sorted(re.findall(r"from_env rank (\d) ok", proc.stdout)) == ["0", "1", "2"], _report(proc)

@@ -1,0 +1,199 @@
+# collectives.py — torchrun worker: every collective of the "ringo" backend on every dtype torch
+# and ringo share, in and out of place, against a reference computed locally from every rank's
+# (known) input. Prints "ringo collectives: K checks, F failed" and exits 1 on any failure.
+# Run: python -m torch.distributed.run --standalone --nproc-per-node 4 collectives.py (test_torch_collectives.py).
+import sys
+import warnings
+
+import torch
+import torch.distributed as dist
+
+import ringo.torch  # noqa: F401 - registers "ringo"
+
+DTYPES = [torch.int8, torch.uint8, torch.int32, torch.uint32, torch.int64, torch.uint64,
+          torch.float16, torch.float32, torch.float64, torch.bfloat16]
+R = dist.ReduceOp
+checks, failures = 0, []
+
+
+def data(rank, count, dtype, small=False):
+    """Rank's input: small integers, exact in every dtype (values 1..2 when products must fit int8)."""
+    base = torch.arange(count) % 2 + 1 if small else torch.arange(count) % 3 + rank + 1
+    if small:
+        base = torch.where((torch.arange(count) + rank) % 2 == 0, base, torch.ones_like(base))
+    return base.to(torch.float64).to(dtype)
+
+
+def expect(what, got, want):
+    global checks
+    checks += 1
+    g, w = got.to(torch.float64), want.to(torch.float64)
+    if g.shape != w.shape or not torch.equal(g, w):
+        failures.append(f"{what}: got {g.flatten()[:6].tolist()} want {w.flatten()[:6].tolist()}")
+
+
+def reference(n, count, dtype, op, small=False, factor=None):
+    stack = torch.stack([data(r, count, dtype, small).to(torch.float64) for r in range(n)])
+    if factor is not None:
+        stack = stack * factor
+    out = {"sum": stack.sum(0), "prod": stack.prod(0), "min": stack.min(0).values, "max": stack.max(0).values,
+           "avg": stack.mean(0)}[op]
+    return out.to(dtype)
+
+
+def reductions(me, n, dtype, group=None):
+    count = 11
+    ops = [("sum", R.SUM, False), ("prod", R.PRODUCT, True), ("min", R.MIN, False), ("max", R.MAX, False)]
+    if dtype.is_floating_point:
+        ops += [("avg", R.AVG, False)]
+    for name, op, small in ops:
+        t = data(me, count, dtype, small)
+        dist.all_reduce(t, op=op, group=group)
+        expect(f"all_reduce {name} {dtype}", t, reference(n, count, dtype, name, small))
+    if dtype.is_floating_point:
+        t = data(me, count, dtype)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(2.0), group=group)
+        expect(f"all_reduce premul_sum {dtype}", t, reference(n, count, dtype, "sum", factor=2.0))
+    # A strided view is reduced in place too (through a contiguous copy).
+    m = torch.stack([data(me, count, dtype), torch.zeros(count, dtype=dtype)], 1)
+    dist.all_reduce(m[:, 0], group=group)
+    expect(f"all_reduce strided {dtype}", m[:, 0], reference(n, count, dtype, "sum"))
+    ts = [data(me, 5, dtype), data(me, 7, dtype)]
+    dist.all_reduce_coalesced(ts, group=group)
+    expect(f"all_reduce_coalesced {dtype}", torch.cat(ts), torch.cat([reference(n, 5, dtype, "sum"),
+                                                                      reference(n, 7, dtype, "sum")]))
+    t = data(me, count, dtype)
+    dist.reduce(t, dst=dist.get_global_rank(group, n - 1) if group else n - 1, op=R.MAX, group=group)
+    if me == n - 1:
+        expect(f"reduce max {dtype}", t, reference(n, count, dtype, "max"))
+    # reduce-scatter: out of place, in place (the output a view of the input), and as lists.
+    k = 3
+    full = reference(n, k * n, dtype, "sum")
+    out = torch.empty(k, dtype=dtype)
+    dist.reduce_scatter_tensor(out, data(me, k * n, dtype), group=group)
+    expect(f"reduce_scatter_tensor {dtype}", out, full[me * k:(me + 1) * k])
+    inp = data(me, k * n, dtype)
+    dist.reduce_scatter_tensor(inp[me * k:(me + 1) * k], inp, group=group)
+    expect(f"reduce_scatter_tensor in place {dtype}", inp[me * k:(me + 1) * k], full[me * k:(me + 1) * k])
+    out = torch.empty(k, dtype=dtype)
+    dist.reduce_scatter(out, list(data(me, k * n, dtype).chunk(n)), group=group)
+    expect(f"reduce_scatter list {dtype}", out, full[me * k:(me + 1) * k])
+
+
+def movement(me, n, dtype, group=None):
+    count = 6
+    every = torch.cat([data(r, count, dtype) for r in range(n)])
+    out = torch.empty(count * n, dtype=dtype)
+    dist.all_gather_into_tensor(out, data(me, count, dtype), group=group)
+    expect(f"all_gather_into_tensor {dtype}", out, every)
+    buf = torch.zeros(count * n, dtype=dtype)
+    buf[me * count:(me + 1) * count] = data(me, count, dtype)
+    dist.all_gather_into_tensor(buf, buf[me * count:(me + 1) * count], group=group)
+    expect(f"all_gather_into_tensor in place {dtype}", buf, every)
+    outs = [torch.empty(count, dtype=dtype) for _ in range(n)]
+    dist.all_gather(outs, data(me, count, dtype), group=group)
+    expect(f"all_gather list {dtype}", torch.cat(outs), every)
+    for root in (0, n - 1):
+        t = data(me, count, dtype)
+        dist.broadcast(t, src=dist.get_global_rank(group, root) if group else root, group=group)
+        expect(f"broadcast root {root} {dtype}", t, data(root, count, dtype))
+
+
+def point_to_point(me, n):
+    for dtype in (torch.float32, torch.int64, torch.bool):
+        nxt, prv = (me + 1) % n, (me - 1) % n
+        got = torch.empty(9, dtype=dtype)
+        mine = (torch.arange(9) + me) % 2 == 0 if dtype == torch.bool else data(me, 9, dtype)
+        if me % 2 == 0:
+            dist.send(mine, nxt)
+            dist.recv(got, prv)
+        else:
+            dist.recv(got, prv)
+            dist.send(mine, nxt)
+        want = (torch.arange(9) + prv) % 2 == 0 if dtype == torch.bool else data(prv, 9, dtype)
+        expect(f"send/recv {dtype}", got, want)
+    # all_to_all_single, even pieces: rank r's piece p is 100 r + p.
+    x = torch.tensor([100.0 * me + p for p in range(n) for _ in range(2)])
+    y = torch.empty_like(x)
+    dist.all_to_all_single(y, x)
+    expect("all_to_all_single", y, torch.tensor([100.0 * p + me for p in range(n) for _ in range(2)]))
+    # Uneven: rank r sends p + 1 rows to rank p, so it receives r + 1 rows from each.
+    x = torch.cat([torch.full((p + 1, 2), 10 * me + p, dtype=torch.int32) for p in range(n)])
+    y = torch.empty(((me + 1) * n, 2), dtype=torch.int32)
+    dist.all_to_all_single(y, x, [me + 1] * n, [p + 1 for p in range(n)])
+    expect("all_to_all_single uneven", y, torch.cat([torch.full((me + 1, 2), 10 * p + me, dtype=torch.int32)
+                                                      for p in range(n)]))
+    outs = [torch.empty(3) for _ in range(n)]
+    dist.all_to_all(outs, [torch.full((3,), 10.0 * me + p) for p in range(n)])
+    expect("all_to_all list", torch.cat(outs), torch.cat([torch.full((3,), 10.0 * p + me) for p in range(n)]))
+    # gather and scatter to / from the last rank.
+    root = n - 1
+    g = [torch.empty(2) for _ in range(n)] if me == root else None
+    dist.gather(torch.full((2,), float(me)), g, dst=root)
+    if me == root:
+        expect("gather", torch.cat(g), torch.cat([torch.full((2,), float(r)) for r in range(n)]))
+    s = torch.empty(2)
+    dist.scatter(s, [torch.full((2,), float(r)) for r in range(n)] if me == root else None, src=root)
+    expect("scatter", s, torch.full((2,), float(me)))
+
+
+def errors(me, n):
+    """What ringo cannot do fails with an error naming it, before anything is sent."""
+    global checks
+    for call, says in ((lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool)), "dtype torch.bool"),
+                       (lambda: dist.all_reduce(torch.ones(2), op=R.BXOR), "is not supported"),
+                       (lambda: dist.recv(torch.ones(3)), "any source")):
+        checks += 1
+        try:
+            call()
+            failures.append(f"no error where one was due ({says})")
+        except Exception as e:  # noqa: BLE001 - the message is what is checked
+            if "ringo" not in str(e) or says not in str(e):
+                failures.append(f"error without ringo's reason: {e}")
+    t = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64) * (me + 1)
+    dist.all_reduce(t)
+    expect("all_reduce complex64 sum", torch.view_as_real(t), torch.view_as_real(
+        torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64) * (n * (n + 1) // 2)))
+
+
+def main():
+    warnings.filterwarnings("ignore", message=".*all_reduce_coalesced.*")
+    dist.init_process_group("ringo")
+    me, n = dist.get_rank(), dist.get_world_size()
+    assert dist.get_backend() == "ringo"
+    for dtype in DTYPES:
+        reductions(me, n, dtype)
+        movement(me, n, dtype)
+    point_to_point(me, n)
+    errors(me, n)
+    work = dist.all_reduce(torch.ones(4), async_op=True)
+    work.wait()
+    expect("async all_reduce via Work", work.get_future().wait()[0], torch.full((4,), float(n)))
+    # Queued (async) work then a blocking call: the blocking one must wait its turn behind them,
+    # not run beside them on the caller's thread.
+    ts = [torch.full((1 << 16,), float(i + me)) for i in range(6)]
+    works = [dist.all_reduce(x, async_op=True) for x in ts[:5]]
+    dist.all_reduce(ts[5])
+    for w in works:
+        w.wait()
+    for i, x in enumerate(ts):
+        expect(f"async then blocking all_reduce #{i}", x, torch.full((1 << 16,), float(n * i + n * (n - 1) // 2)))
+    dist.barrier()
+    # Subgroups: the even ranks and the odd ranks each get their own ringo communicator.
+    groups = [dist.new_group(list(range(p, n, 2))) for p in (0, 1)]
+    mine = groups[me % 2]
+    gn, gr = dist.get_world_size(mine), dist.get_rank(mine)
+    if gn > 1:
+        for dtype in (torch.float32, torch.int64, torch.bfloat16):
+            reductions(gr, gn, dtype, group=mine)
+            movement(gr, gn, dtype, group=mine)
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"ringo collectives rank {me}: {checks} checks, {len(failures)} failed", flush=True)
+    for f in failures[:20]:
+        print(f"  rank {me} FAIL {f}", flush=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
