@@ -4,7 +4,7 @@
 Includes: a file of src/<layer>/ includes only its own folder, the folders of lower layers, the
 kernel contracts (src/include/) and the public headers; tools/ sees the public headers and src/sched/;
 bench/ and nccl/ see the public headers only. Calls (read off the build's objects with nm): an object
-of src/<layer>/ calls only into its own folder and lower layers, and no circle of calls joins two
+of src/<layer>/ calls only into its own folder and lower layers, no transport calls another, and no circle of calls joins two
 files of src/ or two folders. Run by `make test` as `.ci/check_layers.py BUILD`; exits 1 on any
 violation and prints each one.
 """
@@ -18,6 +18,8 @@ import sys
 RANK = {"include": -1, "cuda": -1, "core": 0, "sched": 1, "reduce": 1, "transport": 2, "boot": 3,
         "comm": 4, "engine": 5, "device": 6, "api": 7, "ddp": 8}
 PUBLIC = {"ringo.h", "ringo_mpi.h", "ringo_ddp.h"}
+# What every transport may share: the table and the segment utility (transport/ itself).
+TRANSPORT_SHARED = ("transport/table.o", "transport/segment.o")
 INCLUDE_RX = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -150,6 +152,8 @@ def check_calls(build):
                 folder_edges[a].add(b)
             if a != b and RANK[b] >= RANK[a] and RANK[b] != -1:
                 problems.append(f"call: {src} calls {sym} of {dst}, a layer above or beside it")
+            if a == b == "transport" and not (src.endswith(TRANSPORT_SHARED) or dst.endswith(TRANSPORT_SHARED)):
+                problems.append(f"call: transport {src} calls {sym} of transport {dst}; no transport calls another")
     for comp in cycles(nodes, file_edges):
         problems.append("circle of calls between files: " + " <-> ".join(comp))
     for comp in cycles(sorted({layer_of(n) for n in nodes}), folder_edges):
