@@ -254,6 +254,42 @@ TEST(Failures, TimeoutNamesStepLinkAndPeer) {
   }, short_timeout(1.0));
 }
 
+// ringoCommAbort poisons the links before it frees anything, so a peer stuck in a collective on
+// the aborting rank fails at once with ringoRemoteError naming it, while that process still
+// lives (before, the peer waited until the aborting process exited or its own timeout ran out).
+TEST(Failures, AbortPoisonsThePeersOfTheSameCollective) {
+  // 256 KiB waits on a ring link; 64 B on the one-shot board (RINGO_ALGO=auto, one host).
+  for (size_t count : {size_t(1) << 16, size_t(16)}) {
+    SCOPED_TRACE(count);
+    RunProcesses(2, [count](int rank, const ringoUniqueId& id, Shared& shared) {
+      ringoComm_t comm = nullptr;
+      ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 2, id, rank));
+      if (rank == 1) {  // the aborting rank: never calls, aborts from a thread, stays alive 3 s
+        std::thread aborter([&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          EXPECT_EQ(ringoSuccess, ringoCommAbort(comm));
+        });
+        aborter.join();
+        std::this_thread::sleep_for(std::chrono::seconds(3));
+        EXPECT_TRUE(shared.Barrier(30));
+        return;
+      }
+      std::vector<float> buf(count, 1.0f);
+      const double t0 = now_s();
+      const ringoResult_t res = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, comm, nullptr);
+      const double waited = now_s() - t0;
+      EXPECT_EQ(res, ringoRemoteError) << ringoGetLastError(comm);
+      // 0.2 s until the abort, then a few of the waiter's naps; the aborting process lives 3 s more.
+      EXPECT_LT(waited, 1.0) << "the peer must not wait for the aborting process to exit";
+      const std::string msg = ringoGetLastError(comm);
+      EXPECT_TRUE(contains(msg, "rank 1")) << msg;
+      EXPECT_TRUE(contains(msg, "ringoCommAbort")) << msg;
+      EXPECT_EQ(ringoSuccess, ringoCommDestroy(comm));
+      EXPECT_TRUE(shared.Barrier(30));
+    }, short_timeout(20.0));
+  }
+}
+
 // ringoCommAbort from another thread unblocks a rank stuck in a collective.
 TEST(Failures, AbortFromAnotherThreadUnblocks) {
   // 256 KiB waits on a ring link; 64 B on the one-shot board (RINGO_ALGO=auto, one host).
