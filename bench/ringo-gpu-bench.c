@@ -244,7 +244,8 @@ static void print_header(struct run* R, int argc, char** argv) {
          n, R->busy_ranks, R->busy_dev, R->busy_ranks * (6.0 * n - 4) / n);
 }
 
-/* The issue's target, against the higher of the two copy measurements (the harder bar). */
+/* Issue 28's target at 256 MiB and above, against the higher of the two copy measurements (the harder
+ * bar); make gpu-check judges every target from the table. */
 static void print_perf(const struct run* R, double d2d_end) {
   const double ref = d2d_end > R->d2d_gbps ? d2d_end : R->d2d_gbps;
   if (R->min_hbm_large < 0) {
@@ -253,7 +254,7 @@ static void print_perf(const struct run* R, double d2d_end) {
   }
   const double pct = ref > 0 ? 100 * R->min_hbm_large / ref : 0;
   printf("# perf: lowest hbm at >= 256 MiB %.2f GB/s = %.1f%% of the d2d copy (the higher of start and end); "
-         "target 80%%: %s\n", R->min_hbm_large, pct, pct >= 80 ? "met" : "not met");
+         "target 90%%: %s\n", R->min_hbm_large, pct, pct >= 90 ? "met" : "not met");
 }
 
 static void find_busiest(struct run* R) {

@@ -124,6 +124,36 @@ TEST(OneshotLauncher, RefusesBadDescriptors) {
   EXPECT_EQ(ringo_cuda_oneshot_emulate(&bad, 1), ringoSuccess) << "nothing to do";
 }
 
+// Device buffers of n inputs (from pat) and one result, freed at the end of the scope.
+struct DeviceInputs {
+  std::vector<std::vector<unsigned char>> host;
+  std::vector<const unsigned char*> inputs;  // host copies, for the reference
+  std::vector<const void*> dev;
+  void* out = nullptr;
+  DeviceInputs(const InexactPattern& pat, int n, size_t count) : host(n), dev(n, nullptr) {
+    const size_t bytes = count * pat.size();
+    for (int r = 0; r < n; r++) {
+      host[r].resize(bytes);
+      for (size_t j = 0; j < count; j++) memcpy(&host[r][j * pat.size()], pat.In(r, j), pat.size());
+      inputs.push_back(host[r].data());
+      void* p = nullptr;
+      if (cudaMalloc(&p, bytes) != cudaSuccess || cudaMemcpy(p, host[r].data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        return;
+      dev[r] = p;
+    }
+    if (cudaMalloc(&out, bytes) != cudaSuccess) out = nullptr;
+  }
+  bool ok() const {
+    for (const void* p : dev)
+      if (!p) return false;
+    return out != nullptr;
+  }
+  ~DeviceInputs() {
+    for (const void* p : dev) cudaFree(const_cast<void*>(p));
+    cudaFree(out);
+  }
+};
+
 // On a GPU, the real kernel: N = 2, 3 and 8 inputs in device memory, float32 and bfloat16 sum and
 // avg, short and long chunks, the same bits as the reference.
 TEST(OneshotDevice, EqualsTheRingsOrderOnTheGpu) {
@@ -133,31 +163,59 @@ TEST(OneshotDevice, EqualsTheRingsOrderOnTheGpu) {
     for (ringoDataType_t t : {ringoFloat32, ringoBfloat16})
       for (ringoRedOp_t op : {ringoSum, ringoAvg})
         for (size_t count : {size_t(37 * n + 3), size_t{262144} + 5}) {
-          const size_t esz = ringo_cases::TypeSize(t), bytes = count * esz;
+          const size_t bytes = count * ringo_cases::TypeSize(t);
           const InexactPattern pat(t, n);
-          std::vector<std::vector<unsigned char>> host(n, std::vector<unsigned char>(bytes));
-          std::vector<const unsigned char*> inputs;
-          std::vector<const void*> dev(n);
-          for (int r = 0; r < n; r++) {
-            for (size_t j = 0; j < count; j++) memcpy(&host[r][j * esz], pat.In(r, j), esz);
-            inputs.push_back(host[r].data());
-            void* p = nullptr;
-            ASSERT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
-            ASSERT_EQ(cudaMemcpy(p, host[r].data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
-            dev[r] = p;
-          }
-          void* out = nullptr;
-          ASSERT_EQ(cudaMalloc(&out, bytes), cudaSuccess);
+          DeviceInputs b(pat, n, count);
+          ASSERT_TRUE(b.ok()) << "cudaMalloc";
           ringo_dev_oneshot d;
-          ASSERT_EQ(ringo_dev_oneshot_describe(t, op, count, n, dev.data(), out, &d), ringoSuccess);
+          ASSERT_EQ(ringo_dev_oneshot_describe(t, op, count, n, b.dev.data(), b.out, &d), ringoSuccess);
           ASSERT_EQ(ringo_cuda_oneshot_launch(&d, nullptr), ringoSuccess) << ringo_cuda_oneshot_last_error();
           std::vector<unsigned char> got(bytes);
-          ASSERT_EQ(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-          EXPECT_EQ(0, memcmp(got.data(), ringo_order::RingOrderAllReduce(inputs, count, t, op).data(), bytes))
+          ASSERT_EQ(cudaMemcpy(got.data(), b.out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+          EXPECT_EQ(0, memcmp(got.data(), ringo_order::RingOrderAllReduce(b.inputs, count, t, op).data(), bytes))
               << ringo_cases::TypeName(t) << " " << ringo_cases::OpName(op) << " n=" << n << " count=" << count;
-          for (int r = 0; r < n; r++) cudaFree(const_cast<void*>(dev[r]));
-          cudaFree(out);
         }
+}
+
+// The kernel alone on a GPU at the sizes where the one-shot threshold will be (every input on this
+// GPU, no flags, no copy into a board): the lower bound of the device one-shot's time, printed as
+// '# oneshot-kernel' lines that make gpu-check collects beside the ring's times at 1 MiB. Each
+// size's last result must still equal the ring's order.
+TEST(OneshotDevice, TimesTheKernelAtSmallSizes) {
+  const std::string why = ringo_test::NoGpuReason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  cudaStream_t s;
+  cudaEvent_t e0, e1;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&e0), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&e1), cudaSuccess);
+  constexpr int kIters = 50;
+  for (int n : {2, 4, 8})
+    for (ringoDataType_t t : {ringoFloat32, ringoBfloat16})
+      for (size_t bytes : {size_t{64} << 10, size_t{256} << 10, size_t{1} << 20, size_t{4} << 20}) {
+        const size_t count = bytes / ringo_cases::TypeSize(t);
+        const InexactPattern pat(t, n);
+        DeviceInputs b(pat, n, count);
+        ASSERT_TRUE(b.ok()) << "cudaMalloc";
+        ringo_dev_oneshot d;
+        ASSERT_EQ(ringo_dev_oneshot_describe(t, ringoSum, count, n, b.dev.data(), b.out, &d), ringoSuccess);
+        for (int i = 0; i < 5; i++) ASSERT_EQ(ringo_cuda_oneshot_launch(&d, s), ringoSuccess);
+        ASSERT_EQ(cudaEventRecord(e0, s), cudaSuccess);
+        for (int i = 0; i < kIters; i++) ASSERT_EQ(ringo_cuda_oneshot_launch(&d, s), ringoSuccess);
+        ASSERT_EQ(cudaEventRecord(e1, s), cudaSuccess);
+        ASSERT_EQ(cudaEventSynchronize(e1), cudaSuccess);
+        float ms = 0;
+        ASSERT_EQ(cudaEventElapsedTime(&ms, e0, e1), cudaSuccess);
+        printf("# oneshot-kernel N=%d %s %zu KiB: %.2f us per launch (combine only)\n", n, ringo_cases::TypeName(t),
+               bytes >> 10, 1e3 * ms / kIters);
+        std::vector<unsigned char> got(bytes);
+        ASSERT_EQ(cudaMemcpy(got.data(), b.out, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+        EXPECT_EQ(0, memcmp(got.data(), ringo_order::RingOrderAllReduce(b.inputs, count, t, ringoSum).data(), bytes))
+            << ringo_cases::TypeName(t) << " n=" << n << " " << bytes << " bytes";
+      }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(s);
 }
 
 }  // namespace
