@@ -70,7 +70,9 @@ int ringo_owned_chunk(int nranks, int pos);
  * at a multiple of RINGO_CHUNK_ALIGN elements (16: 16 bytes or more for every dtype, so the
  * schedule still knows no bytes), units of 16 spread the same way, the last chunk ending at count;
  * lengths then differ by under 32 elements, so a rank's bytes are off the 2(N-1)/N law by under
- * 0.4 %. Either way the first chunk is the longest (staged.c's phases rely on it). */
+ * 0.4 % (8192 elements a chunk keeps it there; shorter chunks, the worked example's among them, keep
+ * the seed's exact spread). Either way the first chunk is the longest: the host engine's rounds and
+ * the staged phases are counted from it. */
 #define RINGO_CHUNK_ALIGN ((size_t)16)
 #define RINGO_CHUNK_ALIGN_MIN ((size_t)8192)
 void ringo_chunk_range(size_t count, int nchunks, int c, size_t* off, size_t* len);
