@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpu_check.sh — `make gpu-check LOG=dir` on a machine with a GPU: builds ringo with CUDA for sm_90, runs the
 # GPU suites (and again under MPS when it starts) and the NCCL drop-in's client on device memory (N = 2, 4), then
-# the device benchmark with N = 2..8 ranks on one GPU, prints one line per target of issue 28 (met, NOT MET or
-# NOT MEASURED, from the bench tables), and writes into LOG the whole log (gpu_check.log), the bench tables
+# the device benchmark with N = 2..8 ranks on one GPU (threads of one process) and with N = 2, 4, 8 forked
+# ranks (under MPS when it starts), prints one line per target of issue 28 (met, NOT MET or NOT MEASURED, from
+# the bench tables), and writes into LOG the whole log (gpu_check.log), the bench tables
 # (table.txt), the verdict and target lines plus the tables (summary.txt: what docs/gpu-check-h200.txt keeps)
 # and each run's own output and JSON (runs.tgz): four files. Needs nvcc, a GPU with its driver, and GoogleTest: its headers and library, or its
 # sources (GTEST_SRC, ./gtest-src or /usr/src/googletest), built here for a machine that cannot install it.
@@ -35,6 +36,12 @@ NCCL_DEVICE_RUNS=(2 4)
 # Benchmark runs, "N devices" ("-" = the default, every rank on device 0): every N of issue 28's targets.
 BENCH_RUNS=("2 -" "3 -" "4 -" "5 -" "6 -" "7 -" "8 -")
 BENCH_ARGS=(-b 1M -e 1G -f 4 -d all)
+# The same benchmark with every rank a forked process (-P: CUDA IPC between them), under MPS when it starts
+# (without it the processes' kernels time-slice), at the sizes where processes must be within PROCS_PCT % of
+# threads.
+PROC_RUNS=(2 4 8)
+PROC_ARGS=(-b 64M -e 1G -f 4 -d all)
+PROCS_PCT=5
 # The ring's times before issue 28 (N, size, type, time in us), for the target that no size be slower.
 BASELINE=.ci/gpu_baseline_h200.txt
 # Slower than the baseline by more than this many percent counts as slower (run-to-run spread on the H200
@@ -43,7 +50,7 @@ SLOWER_PCT=3
 # Seconds: each part gets its cap, or less so that the whole run ends by DEADLINE_S (under 8 minutes with
 # the kill grace periods and MPS's stop): the parts after it are left at least what they reserve.
 # GPU_CHECK_S sets a shorter deadline (a rerun with less machine time left); the parts get what it leaves.
-BUILD_S=240 TESTS_S=200 BENCH_S=240 DEADLINE_S=${GPU_CHECK_S:-440}
+BUILD_S=240 TESTS_S=200 BENCH_S=220 PROCS_S=70 DEADLINE_S=${GPU_CHECK_S:-440}
 [ "$DEADLINE_S" -ge 240 ] 2>/dev/null && [ "$DEADLINE_S" -le 440 ] || { echo "gpu-check: GPU_CHECK_S must be 240..440 (the build alone keeps 60 s)"; exit 2; }
 # Of the tests' share, the NCCL device runs are left at least NCCL_DEVICE_SHARE_S (and whatever the suites
 # leave), each at most NCCL_DEVICE_S.
@@ -281,7 +288,7 @@ judge_run() {
 run_bench_all() {
   local bench=$BUILD/bin/ringo-gpu-bench total t0=$SECONDS weight=0 spec n g
   [ -x "$bench" ] || return
-  total=$(budget $BENCH_S 0)
+  total=$(budget $BENCH_S 30)
   for spec in "${BENCH_RUNS[@]}"; do weight=$((weight + ${spec%% *} + 4)); done
   for spec in "${BENCH_RUNS[@]}"; do
     n=${spec%% *} g=${spec#* }
@@ -303,15 +310,44 @@ run_bench_all() {
   done
 }
 
+# The process runs (PROC_RUNS), sharing PROCS_S (or what the deadline leaves) like the thread runs, under MPS
+# when it starts. A wrong or differing element, an error or a timeout is a problem, as for the threads.
+run_bench_procs() {
+  local bench=$BUILD/bin/ringo-gpu-bench total t0=$SECONDS weight=0 n mps="without MPS"
+  [ -x "$bench" ] || return
+  total=$(budget $PROCS_S 0)
+  for n in "${PROC_RUNS[@]}"; do weight=$((weight + n + 4)); done
+  step "MPS for the process runs"
+  mps_start
+  [ "$MPS_ON" -eq 1 ] && mps="under MPS"
+  for n in "${PROC_RUNS[@]}"; do
+    local cap=$(((total - (SECONDS - t0)) * (n + 4) / weight))
+    weight=$((weight - n - 4))
+    cap=$((cap < 10 ? 10 : cap))
+    local args=(-P -N "$n" "${PROC_ARGS[@]}" -t $((cap / 3 < 10 ? 10 : cap / 3)) -J "$RUNS/bench_P$n.json")
+    step "bench N=$n, ranks as processes $mps (at most $cap s)"
+    echo "\$ $bench ${args[*]}"
+    env CUDA_MPS_PIPE_DIRECTORY="$([ "$MPS_ON" -eq 1 ] && echo "$MPS_PIPE" || echo "$NO_MPS")" CUDA_DEVICE_MAX_CONNECTIONS=8 \
+      timeout -k 5 "$cap" "$bench" "${args[@]}" 2>&1 | tee "$RUNS/bench_P$n.txt"
+    local rc=${PIPESTATUS[0]}
+    reap_leftovers
+    { echo "## N=$n processes $mps: ringo-gpu-bench ${args[*]} (exit $rc)"; cat "$RUNS/bench_P$n.txt"; echo; } >>"$LOG/table.txt"
+    judge_run "$rc" "bench N=$n processes" "$cap" "an error, or a wrong or differing element"
+  done
+  PROCS_MPS=$mps
+  mps_stop
+}
+
 # ---------------------------------------------------------------- issue 28's targets
 
 # One line per target, after the benchmark runs, from their tables (not part of the PASS/FAIL verdict, which
 # is about right results): "met", "NOT MET" with the rows that miss, or "NOT MEASURED" with why. A share is
 # hbm over the higher of the run's two d2d copy measurements, as the bench's own perf line takes it.
 
-# bench_rows N: "size type time_us share" for each row of run N's table (nothing when it did not run).
+# bench_rows N [P]: "size type time_us share" for each row of run N's table (nothing when it did not run);
+# P: of the process run.
 bench_rows() {
-  local f=$RUNS/bench_N$1.txt ref
+  local f=$RUNS/bench_${2:-N}$1.txt ref
   [ -f "$f" ] || return 0
   ref=$(sed -n 's|^# d2d copy: start \([0-9.]*\) GB/s, end \([0-9.]*\) GB/s.*|\1 \2|p' "$f" |
     awk '{ print ($1 > $2 ? $1 : $2) }')
@@ -359,6 +395,30 @@ target_latency() {
   if [ -n "$miss" ]; then verdict "NOT MET (${miss#, })" "N = $n"; else verdict "met (${got#, })" "N = $n"; fi
 }
 
+# target_processes: every row of a process run at most PROCS_PCT % slower than the thread run's row of that N,
+# size and type.
+target_processes() {
+  local n out miss="" compared=0 absent=""
+  local what="N = ${PROC_RUNS[*]}, float32 and bfloat16, ${PROCS_MPS:-not run}"
+  for n in "${PROC_RUNS[@]}"; do
+    out=$(bench_rows "$n" P | awk -v n="$n" -v pct="$PROCS_PCT" '
+      NR == FNR { threads[$1 " " $2] = $3; next }
+      ($1 " " $2) in threads {
+        c++; t = threads[$1 " " $2]
+        if ($3 > t * (1 + pct / 100)) m = m sprintf("; N=%s %s %g MiB %s us against %s us", n, $2, $1 / 1048576, $3, t)
+      }
+      END { printf "%d%s", c, m }' <(bench_rows "$n") -)
+    [ "${out%%;*}" -eq 0 ] && absent+=", N=$n"
+    compared=$((compared + ${out%%;*}))
+    [ "$out" = "${out%%;*}" ] || miss+=";${out#*;}"
+  done
+  if [ -n "$miss" ]; then verdict "NOT MET (${miss#; })${absent:+; not measured: ${absent#, }}" "$what"
+  elif [ "$compared" -eq 0 ]; then verdict "NOT MEASURED (no process row beside a thread row)" "$what"
+  elif [ -n "$absent" ]; then verdict "NOT MEASURED for ${absent#, }; the rest met ($compared rows)" "$what"
+  else verdict "met ($compared rows)" "$what"
+  fi
+}
+
 # target_no_slower: no row of a bench table slower than the baseline's row of that N, size and type by
 # more than SLOWER_PCT % (the baseline has N = 2, 4 and 8).
 target_no_slower() {
@@ -390,8 +450,7 @@ print_targets() {
   TARGET=">= 75 % of the d2d copy at 16 MiB" target_share 75 16777216
   TARGET="1 MiB all-reduce in <= 8 us" target_latency 2 8
   TARGET="1 MiB all-reduce in <= 20 us" target_latency 8 20
-  TARGET="forked processes over CUDA IPC within 5 % of threads at >= 64 MiB"
-  verdict "NOT MEASURED (ringo-gpu-bench runs its ranks as threads of one process only; the process suites check results, not speed)" "N = 2..8"
+  TARGET="forked processes over CUDA IPC within $PROCS_PCT % of threads at >= 64 MiB" target_processes
   TARGET="no size slower than before" target_no_slower
   oneshot_line
 }
@@ -458,7 +517,8 @@ main() {
   echo "ringo gpu-check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $commit"
   echo "Runs: ${GPU_SUITES[*]} (without MPS, then with MPS if it starts), nccl_device_program with N = ${NCCL_DEVICE_RUNS[*]},"
   echo "then ringo-gpu-bench with N = 2..8 ranks on GPU 0 (${BENCH_ARGS[*]}) beside the GPU's measured"
-  echo "cudaMemcpy device-to-device bandwidth, and one line per target of issue 28."
+  echo "cudaMemcpy device-to-device bandwidth, the same with N = ${PROC_RUNS[*]} forked ranks (${PROC_ARGS[*]}),"
+  echo "and one line per target of issue 28."
 
   [ "${NO_MPI:-0}" -eq 1 ] && echo "gpu-check: mpicc not found: device collectives across hosts (staged) are not run"
   step "device"
@@ -490,6 +550,7 @@ main() {
     build_all
     run_tests_all
     run_bench_all
+    run_bench_procs
     print_targets
     run_experiments
   fi
