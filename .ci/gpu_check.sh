@@ -3,12 +3,13 @@
 # GPU suites (and again under MPS when it starts) and the NCCL drop-in's client on device memory (N = 2, 4), then
 # the device benchmark with N = 2..8 ranks on one GPU (threads of one process) and with N = 2, 4, 8 forked
 # ranks (under MPS when it starts), prints one line per target of issue 28 (met, NOT MET or NOT MEASURED, from
-# the bench tables), and writes into LOG the whole log (gpu_check.log), the bench tables
-# (table.txt), the verdict and target lines plus the tables (summary.txt: what docs/gpu-check-h200.txt keeps)
-# and each run's own output and JSON (runs.tgz): four files. Needs nvcc, a GPU with its driver, and GoogleTest: its headers and library, or its
-# sources (GTEST_SRC, ./gtest-src or /usr/src/googletest), built here for a machine that cannot install it.
-# Exit 0 only if every suite and NCCL device run ran and passed and every bench row was right (the targets are
-# reported, not judged in the exit code); always done in under 8 minutes. Warnings do not stop this build (WERROR=0): its compiler need not be CI's.
+# the bench tables), and writes into LOG the whole log (gpu_check.log), the bench tables (table.txt), the
+# verdict and target lines plus the tables (summary.txt: what docs/gpu-check-h200.txt keeps) and each run's
+# own output and JSON (runs.tgz): four files. Needs nvcc, a GPU with its driver, and GoogleTest: its headers
+# and library, or its sources (GTEST_SRC, ./gtest-src or /usr/src/googletest), built here for a machine that
+# cannot install it. Exit 0 only if every suite and NCCL device run ran and passed and every bench row was
+# right (the targets are reported, not judged in the exit code); always done in under 8 minutes. Warnings do
+# not stop this build (WERROR=0): its compiler need not be CI's.
 set -u -o pipefail
 
 # One process drives several ranks' streams (ringo's own and the callers'): with CUDA's default of 8
