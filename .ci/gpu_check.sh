@@ -456,14 +456,19 @@ print_targets() {
   oneshot_line
 }
 
-# The device one-shot kernel alone (test_cuda_oneshot's timing: every input on this GPU, no flags), what the
-# threshold (RINGO_DEV_ONESHOT_BYTES_DEFAULT, src/include/cuda_oneshot.h) is to be picked from; the
-# one-shot is not yet wired into device collectives, so no all-reduce of the bench took it.
+# The device one-shot kernel's times from test_cuda_oneshot: the combine alone, and the boarded kernel (the
+# input copied into each rank's board, the flags, the combine) of N ranks on one GPU: what the threshold
+# (RINGO_DEV_ONESHOT_BYTES_DEFAULT, src/include/cuda_oneshot.h) is to be picked from. The one-shot is not yet
+# wired into device collectives, so no all-reduce of the bench took it.
 oneshot_line() {
   local times
-  times=$(grep -h '^# oneshot-kernel ' "$LOG/gpu_check.log" 2>/dev/null | sed 's/^# oneshot-kernel //; s/ per launch.*//' |
-    paste -sd ';' - | sed 's/;/; /g')
-  echo "gpu-check: one-shot kernel alone, combine only (the threshold, 1 MiB, is not yet measured end to end): ${times:-NOT MEASURED (the timing test of test_cuda_oneshot did not run)}"
+  local what
+  for what in kernel boarded; do
+    times=$(grep -h "^# oneshot-$what " "$LOG/gpu_check.log" 2>/dev/null | sed "s/^# oneshot-$what //; s/ per .*//" |
+      paste -sd ';' - | sed 's/;/; /g')
+    [ "$what" = kernel ] && what="kernel alone, combine only" || what="boarded kernel (copy, flags, combine; N kernels on one GPU)"
+    echo "gpu-check: one-shot $what (the threshold, 1 MiB, is not yet measured end to end): ${times:-NOT MEASURED (the timing tests of test_cuda_oneshot did not run)}"
+  done
 }
 
 # Informational, not part of the verdict, with what the deadline leaves (at least 20 s each, in this order):

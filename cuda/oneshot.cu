@@ -1,13 +1,18 @@
 /* oneshot.cu — the device one-shot all-reduce's kernel (src/include/cuda_oneshot.h): every thread takes
  * 16-byte vectors (or single elements) of each chunk, combines them across all N inputs in the ring's
- * order with ew_plan.cuh's functors, and stores the result once. Needs nvcc; tested on the CPU by
- * test/test_cuda_oneshot.cc (the same per-thread code, against the host's ring-order combine). */
+ * order with ew_plan.cuh's functors, and stores the result once; the boarded kernel around it copies the
+ * input into the rank's board and syncs with the other ranks through the boards' flags. Needs nvcc;
+ * tested on the CPU by test/test_cuda_oneshot.cc (the same per-thread and per-block code, against the
+ * host's ring-order combine). */
 #include <cuda_runtime.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "include/cuda_oneshot.h"
+#include "include/cuda_ring.h"
 #include "ew_plan.cuh"
+#include "sync.cuh"
 
 namespace {
 
@@ -123,12 +128,138 @@ void emulate(const ringo_dev_oneshot& d, unsigned nthreads) {
   for (unsigned t = 0; t < nthreads; t++) run_thread<Op, Last>(d, t, nthreads);
 }
 
+/* ---- the boarded kernel: copy into the board, post, wait for every post, combine ---- */
+
+using ringo_sync::Scope;
+
+__host__ __device__ inline uint64_t acquire(const ringo_dev_oneshot_run& x, const uint64_t* p) {
+  return x.gpu_scope ? ringo_sync::load_acquire<Scope::kGpu>(p) : ringo_sync::load_acquire<Scope::kSystem>(p);
+}
+
+__host__ __device__ inline void release(const ringo_dev_oneshot_run& x, uint64_t* p, uint64_t v) {
+  if (x.gpu_scope) ringo_sync::store_release<Scope::kGpu>(p, v);
+  else ringo_sync::store_release<Scope::kSystem>(p, v);
+}
+
+/* The block's writes (seen by thread 0 through the barrier before this) visible where x's flags are. */
+__host__ __device__ inline void fence(const ringo_dev_oneshot_run& x) {
+#ifdef __CUDA_ARCH__
+  if (x.gpu_scope) __threadfence();
+  else __threadfence_system();
+#else
+  (void)x;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* Adds this block to *counter; 1 for the block that makes it `target`, the last one through. */
+__host__ __device__ inline bool count_block(uint64_t* counter, uint64_t target) {
+#ifdef __CUDA_ARCH__
+  return atomicAdd((unsigned long long*)counter, 1ull) + 1 == target;
+#else
+  return __atomic_add_fetch(counter, 1, __ATOMIC_ACQ_REL) == target;
+#endif
+}
+
+__host__ __device__ inline ringo_dev_board_fp fingerprint(const ringo_dev_oneshot_run& x) {
+  const ringo_dev_oneshot& d = x.combine;
+  return {x.k, d.count, (uint64_t)(uint32_t)d.type | (uint64_t)(uint32_t)d.op << 8 | (uint64_t)(uint32_t)d.nranks << 16};
+}
+
+/* Thread 0: until every rank has posted collective k, with k's fingerprint; RINGO_DEV_* when not. */
+__host__ __device__ int wait_posted(const ringo_dev_oneshot_run& x) {
+  uint64_t start = 0;
+  for (int p = 0; p < x.combine.nranks; p++) {
+    for (uint64_t spin = 0; acquire(x, &x.flags[p]->posted) < x.k; spin++) {
+      if (spin % 64 != 0) continue;
+      if (ringo_sync::load_word((const volatile uint32_t*)x.abort_flag)) return RINGO_DEV_ABORTED;
+      const uint64_t t = ringo_sync::now_ns();
+      if (start == 0) start = t;
+      else if (t - start > x.timeout_ns) return RINGO_DEV_TIMEOUT;
+#ifndef __CUDA_ARCH__
+      sched_yield(); /* the emulation's blocks may outnumber the cores */
+#endif
+    }
+    /* After the acquire of posted: the slot k uses holds k's fingerprint (the rank cannot post k + 2
+     * into it before this rank's kernel k has ended: cuda_oneshot.h). */
+    const ringo_dev_board_fp theirs = x.flags[p]->fp[x.k % 2], mine = fingerprint(x);
+    if (theirs.k != mine.k || theirs.count != mine.count || theirs.call != mine.call) return RINGO_DEV_MISMATCH;
+  }
+  return RINGO_DEV_OK;
+}
+
+/* Thread 0 of a block that leaves on an error: the rank's first code wins. */
+__host__ __device__ inline void run_fail(const ringo_dev_oneshot_run& x, int code) {
+#ifdef __CUDA_ARCH__
+  atomicCAS((int*)x.error, 0, code);
+#else
+  int32_t expected = 0;
+  __atomic_compare_exchange_n(x.error, &expected, code, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+#endif
+}
+
+/* Thread 0 after the block copied its share: the last block posts the slot. */
+__host__ __device__ inline void post(const ringo_dev_oneshot_run& x) {
+  fence(x);
+  if (!count_block(&x.mine->arrived, x.arrive_target)) return;
+  x.mine->fp[x.k % 2] = fingerprint(x);
+  fence(x);
+  release(x, &x.mine->posted, x.k);
+}
+
+/* Thread tid of nthreads in the grid: its share of the copy of the input into the slot. */
+template <class T>
+__host__ __device__ inline void copy_share(const ringo_dev_oneshot_run& x, size_t tid, size_t nthreads) {
+  const size_t bytes = x.combine.count * sizeof(T);
+  const Plan p = make_plan(x.slot, NULL, x.sendbuff, NULL, bytes, 1, 1);
+  ringo_ew::run_thread<Copy<uint8_t>>(p, tid, nthreads);
+}
+
+template <class Op, class Last>
+__global__ void __launch_bounds__(kThreads) boarded_kernel(const ringo_dev_oneshot_run x) {
+  __shared__ int code;
+  const size_t tid = (size_t)blockIdx.x * blockDim.x + threadIdx.x, nthreads = (size_t)gridDim.x * blockDim.x;
+  copy_share<typename Op::T>(x, tid, nthreads);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    post(x);
+    code = wait_posted(x);
+    if (code != RINGO_DEV_OK) run_fail(x, code);
+  }
+  __syncthreads();
+  if (code == RINGO_DEV_OK) run_thread<Op, Last>(x.combine, tid, nthreads);
+}
+
+/* The same block on the CPU: its nthreads threads one after another between the waits. */
+template <class Op, class Last>
+int boarded_emulate(const ringo_dev_oneshot_run& x, int block, unsigned nthreads) {
+  const size_t base = (size_t)block * nthreads, all = (size_t)x.nblocks * nthreads;
+  for (unsigned t = 0; t < nthreads; t++) copy_share<typename Op::T>(x, base + t, all);
+  post(x);
+  const int code = wait_posted(x);
+  if (code != RINGO_DEV_OK) {
+    run_fail(x, code);
+    return code;
+  }
+  for (unsigned t = 0; t < nthreads; t++) run_thread<Op, Last>(x.combine, base + t, all);
+  return RINGO_DEV_OK;
+}
+
+template <class Op, class Last>
+cudaError_t boarded_launch(const ringo_dev_oneshot_run& x, cudaStream_t stream) {
+  (void)cudaGetLastError(); /* an earlier, unrelated failure is not this launch's */
+  boarded_kernel<Op, Last><<<(unsigned)x.nblocks, kThreads, 0, stream>>>(x);
+  return cudaGetLastError();
+}
+
 /* ---- the (dtype, op) table: avg sums along and divides in the last step ---- */
 struct Kernel {
   cudaError_t (*launch)(const ringo_dev_oneshot&, cudaStream_t);
   void (*emulate)(const ringo_dev_oneshot&, unsigned);
+  cudaError_t (*run_launch)(const ringo_dev_oneshot_run&, cudaStream_t);
+  int (*run_emulate)(const ringo_dev_oneshot_run&, int, unsigned);
 };
-#define ONESHOT(P, L) {launch<P, L>, emulate<P, L>}
+#define ONESHOT(P, L) {launch<P, L>, emulate<P, L>, boarded_launch<P, L>, boarded_emulate<P, L>}
 #define ONESHOT_ROW(sfx, Type, dtype)                                                                       \
   {ONESHOT(sum_##sfx, sum_##sfx), ONESHOT(prod_##sfx, prod_##sfx), ONESHOT(max_##sfx, max_##sfx),           \
    ONESHOT(min_##sfx, min_##sfx), ONESHOT(sum_##sfx, avg_##sfx)},
@@ -167,4 +298,22 @@ extern "C" ringoResult_t ringo_cuda_oneshot_emulate(const struct ringo_dev_onesh
   if (!k || nthreads == 0) return ringoInvalidArgument;
   if (d->count > 0) k->emulate(*d, nthreads);
   return ringoSuccess;
+}
+
+extern "C" ringoResult_t ringo_cuda_oneshot_run_launch(const struct ringo_dev_oneshot_run* run, void* stream) {
+  const Kernel* k = run ? kernel_for(&run->combine) : NULL;
+  if (!k || run->nblocks < 1 || !run->mine || !run->slot || !run->error || !run->abort_flag) return ringoInvalidArgument;
+  const cudaError_t err = k->run_launch(*run, (cudaStream_t)stream);
+  if (err == cudaSuccess) return ringoSuccess;
+  snprintf(last_error, sizeof last_error, "%s: %s", cudaGetErrorName(err), cudaGetErrorString(err));
+  return ringoUnhandledCudaError;
+}
+
+extern "C" int ringo_cuda_oneshot_run_emulate_block(const struct ringo_dev_oneshot_run* run, int block,
+                                                    unsigned nthreads) {
+  const Kernel* k = run ? kernel_for(&run->combine) : NULL;
+  if (!k || block < 0 || block >= run->nblocks || nthreads == 0 || !run->mine || !run->slot || !run->error ||
+      !run->abort_flag)
+    return -1;
+  return k->run_emulate(*run, block, nthreads);
 }

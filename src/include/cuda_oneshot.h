@@ -43,6 +43,61 @@ struct ringo_dev_oneshot {
   struct ringo_dev_oneshot_chunk chunk[RINGO_DEV_ONESHOT_MAX_RANKS];
 };
 
+/* ---- the boarded one-shot: one kernel per rank, its own synchronisation ----
+ * Rank r's board (device memory every rank maps: the pointer within a process, a CUDA IPC handle
+ * across processes): its flags, then two slots of slot_bytes. The communicator's k-th one-shot
+ * (k = 1, 2, ...: the same on every rank, which all take the same decisions) uses slot k % 2:
+ *   1. every block copies its share of sendbuff into the slot; the last block to arrive writes the
+ *      slot's fingerprint and releases posted = k;
+ *   2. wait until every rank's posted >= k, check its fingerprint (another collective: MISMATCH);
+ *   3. combine every rank's slot into recvbuff in the ring's order.
+ * Two slots are enough without a flag for "read": rank a writes slot k % 2 again at k + 2, after its
+ * kernel k + 1 saw rank b's posted >= k + 1, which b's last block of kernel k + 1 released, and that
+ * kernel started (stream order) only after every block of b's kernel k, its reads of slot k % 2
+ * included, had ended. recvbuff may be sendbuff: the combine starts only after this rank's own
+ * posted, so after every block of it has copied. Every wait is bounded (timeout_ns, the abort
+ * word) and leaves its RINGO_DEV_* code (cuda_ring.h) in *error. Each flag word has its own
+ * 128-byte line. */
+struct ringo_dev_board_fp {
+  uint64_t k, count, call; /* call: type | op << 8 | nranks << 16 */
+};
+struct ringo_dev_board_flags {
+  uint64_t posted;
+  char pad0[120];
+  uint64_t arrived; /* blocks of this rank's kernels through step 1, ever */
+  char pad1[120];
+  struct ringo_dev_board_fp fp[2]; /* the fingerprint of what slot s holds */
+  char pad2[80];
+};
+/* Bytes of a board with slots of slot_bytes (a multiple of 16), and where slot s starts in it. */
+size_t ringo_dev_board_bytes(size_t slot_bytes);
+size_t ringo_dev_board_slot_offset(size_t slot_bytes, int s);
+
+/* One rank's launch of the boarded one-shot. */
+struct ringo_dev_oneshot_run {
+  struct ringo_dev_oneshot combine;  /* in[p]: position p's slot for k; out: recvbuff */
+  const void* sendbuff;
+  void* slot;                        /* this rank's slot for k */
+  struct ringo_dev_board_flags* mine;
+  const struct ringo_dev_board_flags* flags[RINGO_DEV_ONESHOT_MAX_RANKS]; /* position p's */
+  uint64_t k;
+  uint64_t arrive_target;            /* mine->arrived once every block of this launch has copied */
+  uint64_t timeout_ns;
+  int32_t* error;
+  const int32_t* abort_flag;
+  int32_t gpu_scope;                 /* 1: flags at GPU scope (every rank on this GPU, in this process) */
+  int32_t nblocks;                   /* the grid */
+};
+
+/* Fills run for this rank's k-th one-shot all-reduce: boards[p] is position p's board (this rank's at
+ * its own position), blocks_before the blocks this rank's earlier one-shot kernels ran (the
+ * counters' values before this launch). Pure; the errors of ringo_dev_oneshot_describe, and
+ * ringoInvalidArgument when the buffer does not fit a slot. */
+ringoResult_t ringo_dev_oneshot_board_run(ringoDataType_t type, ringoRedOp_t op, size_t count, int nranks, int pos,
+                                          char* const* boards, size_t slot_bytes, uint64_t k, uint64_t blocks_before,
+                                          int nblocks, const void* sendbuff, void* recvbuff,
+                                          struct ringo_dev_oneshot_run* run);
+
 /* Fills d for an all-reduce of count elements over nranks ring positions, in_by_pos[p] being position
  * p's input (device-accessible from the launching rank) and out this rank's result. Pure.
  * ringoInvalidArgument for a bad dtype or op, ringoInvalidUsage for a rank count the one-shot does
@@ -69,6 +124,14 @@ size_t ringo_dev_oneshot_agree(const int64_t* settings, int nranks);
 ringoResult_t ringo_cuda_oneshot_launch(const struct ringo_dev_oneshot* d, void* stream);
 /* The CUDA error that made this thread's last ringo_cuda_oneshot_launch fail. Never NULL. */
 const char* ringo_cuda_oneshot_last_error(void);
+
+/* Enqueues the boarded one-shot kernel for run (run->nblocks blocks) on stream; as
+ * ringo_cuda_oneshot_launch. */
+ringoResult_t ringo_cuda_oneshot_run_launch(const struct ringo_dev_oneshot_run* run, void* stream);
+/* Testing hook: block `block` of the boarded kernel on the CPU, its nthreads threads one after
+ * another between the waits. Every rank's every block must run at once (a host thread each), as on
+ * the GPU. Returns the block's RINGO_DEV_* code (-1 for a bad descriptor). */
+int ringo_cuda_oneshot_run_emulate_block(const struct ringo_dev_oneshot_run* run, int block, unsigned nthreads);
 
 /* Testing hook: the kernel's per-thread code on the CPU, threads 0..nthreads-1 one after another,
  * as a grid of nthreads threads would run it. Same results as the kernel; ringoInvalidArgument as

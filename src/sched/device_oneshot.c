@@ -46,3 +46,37 @@ size_t ringo_dev_oneshot_agree(const int64_t* settings, int nranks) {
   }
   return least;
 }
+
+/* The flags on their own page, then the two slots. */
+#define BOARD_SLOTS_AT 4096
+
+size_t ringo_dev_board_bytes(size_t slot_bytes) { return BOARD_SLOTS_AT + 2 * ((slot_bytes + 15) / 16 * 16); }
+
+size_t ringo_dev_board_slot_offset(size_t slot_bytes, int s) {
+  return BOARD_SLOTS_AT + (size_t)s * ((slot_bytes + 15) / 16 * 16);
+}
+
+ringoResult_t ringo_dev_oneshot_board_run(ringoDataType_t type, ringoRedOp_t op, size_t count, int nranks, int pos,
+                                          char* const* boards, size_t slot_bytes, uint64_t k, uint64_t blocks_before,
+                                          int nblocks, const void* sendbuff, void* recvbuff,
+                                          struct ringo_dev_oneshot_run* run) {
+  const size_t bytes = count * ringo_type_size(type);
+  if (bytes > slot_bytes || nblocks < 1 || k == 0 || pos < 0 || pos >= nranks)
+    return ringo_fail(ringoInvalidArgument, "device one-shot: %zu bytes in slots of %zu, %d blocks, collective %llu",
+                      bytes, slot_bytes, nblocks, (unsigned long long)k);
+  memset(run, 0, sizeof *run);
+  const size_t at = ringo_dev_board_slot_offset(slot_bytes, (int)(k % 2));
+  const void* in[RINGO_DEV_ONESHOT_MAX_RANKS];
+  for (int p = 0; p < nranks && p < RINGO_DEV_ONESHOT_MAX_RANKS; p++) {
+    in[p] = boards[p] + at;
+    run->flags[p] = (const struct ringo_dev_board_flags*)boards[p];
+  }
+  RINGO_CHECK(ringo_dev_oneshot_describe(type, op, count, nranks, in, recvbuff, &run->combine));
+  run->sendbuff = sendbuff;
+  run->slot = boards[pos] + at;
+  run->mine = (struct ringo_dev_board_flags*)boards[pos];
+  run->k = k;
+  run->arrive_target = blocks_before + (uint64_t)nblocks;
+  run->nblocks = nblocks;
+  return ringoSuccess;
+}
