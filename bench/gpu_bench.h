@@ -38,6 +38,7 @@ struct opts {
   int factor, iters, warmup, check, ntypes, types[NUM_DTYPES];
   double timeout_s;
   const char* json;
+  int procs; /* 1: every rank a forked process (ringoCommInitRank, CUDA IPC) instead of a thread */
 };
 
 /* ---------------------------------------------------------------- errors */
@@ -80,7 +81,9 @@ static double now_s(void) {
 
 static void usage(FILE* f) {
   fprintf(f, "usage: ringo-gpu-bench [options]   (all-reduce, sum, out-of-place, device buffers)\n"
-             "  -N, --nranks N         ranks in this process (default 4, or the length of -g)\n"
+             "  -N, --nranks N         ranks (default 4, or the length of -g)\n"
+             "  -P, --processes        each rank a forked process (CUDA IPC between them) instead of\n"
+             "                         a thread of this one (ringoCommInitAll)\n"
              "  -g, --devices LIST     CUDA device of each rank, e.g. 0,0,0,0 (default: all on 0)\n"
              "  -b, --minbytes N       smallest size, K/M/G suffixes (default 1M)\n"
              "  -e, --maxbytes N       largest size (default 1G)\n"
@@ -130,11 +133,11 @@ static void parse_opts(struct opts* o, int argc, char** argv) {
       {"nranks", 1, 0, 'N'}, {"devices", 1, 0, 'g'}, {"minbytes", 1, 0, 'b'}, {"maxbytes", 1, 0, 'e'},
       {"stepfactor", 1, 0, 'f'}, {"iters", 1, 0, 'n'}, {"warmup_iters", 1, 0, 'w'},
       {"datatype", 1, 0, 'd'}, {"check", 1, 0, 'c'}, {"output_file", 1, 0, 'J'}, {"timeout", 1, 0, 't'},
-      {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+      {"processes", 0, 0, 'P'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
   *o = (struct opts){.nranks = 0, .minbytes = 1 << 20, .maxbytes = 1 << 30, .factor = 2, .iters = 20,
                      .warmup = 5, .check = 1, .ntypes = 2, .types = {0, 1}, .timeout_s = 120};
   int c;
-  while ((c = getopt_long(argc, argv, "N:g:b:e:f:n:w:d:c:J:t:h", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "N:g:b:e:f:n:w:d:c:J:t:Ph", longs, NULL)) != -1) {
     switch (c) {
       case 'N': o->nranks = parse_int(optarg, 1, MAX_RANKS, "rank count"); break;
       case 'g': parse_devices(o, optarg); break;
@@ -146,6 +149,7 @@ static void parse_opts(struct opts* o, int argc, char** argv) {
       case 'c': o->check = parse_int(optarg, 0, 1, "check flag"); break;
       case 'J': o->json = optarg; break;
       case 't': o->timeout_s = parse_int(optarg, 1, 86400, "timeout"); break;
+      case 'P': o->procs = 1; break;
       case 'd':
         if (!strcmp(optarg, "all")) o->ntypes = 2;
         else if (!strcmp(optarg, "float32") || !strcmp(optarg, "float")) o->ntypes = 1, o->types[0] = 0;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collective_cases.h"
+#include "ring_order.h"
 #include "ringo.h"
 
 #ifdef RINGO_HAVE_CUDA
@@ -174,6 +175,50 @@ TEST(CudaRingEmulatedLarge, FloatAllReduceOfAMillionElements) {
   for (bool inplace : {false, true}) {
     const Case c{Coll::kAllReduce, ringoFloat32, ringoSum, 1000003, inplace, 0};
     ASSERT_EQ(RunAndCheck(ring, c, n), "") << ringo_cases::Label(c);
+  }
+}
+
+// Long chunks of every N = 2..8 start at 16-byte boundaries (ringo_chunk_range's aligned cut), so the
+// kernel's vectors cover them, and the kernel's results equal, bit for bit on every rank, the chunks
+// combined in the ring's order by the host's reduce (what the host ring and the one-shot give:
+// test_oneshot.cc): inexact floats, so another order or cut would change low bits. The counts are
+// ones whose chunks the old cut started off a 16-byte boundary for every dtype (N = 3's 16 MiB of
+// float32 was one), with N dividing the count and not.
+TEST(CudaRingEmulatedAligned, LongChunksOfEveryNAreAlignedAndEqualTheRingsOrder) {
+  const ringoDataType_t types[] = {ringoFloat32, ringoBfloat16, ringoFloat16, ringoFloat64, ringoInt8};
+  for (int n = 2; n <= 8; n++) {
+    EmulatedRing ring(n, 3, 4, 8192);
+    const size_t counts[] = {RINGO_CHUNK_ALIGN_MIN * n + 1, size_t{12289} * n};  // chunk 1 at an odd offset
+    for (ringoDataType_t t : types)
+      for (ringoRedOp_t op : {ringoSum, ringoAvg})
+        for (size_t count : counts) {
+          const size_t esz = ringo_cases::TypeSize(t);
+          const Case c{Coll::kAllReduce, t, op, count, false, 0};
+          ASSERT_TRUE(ringo_order::OldCutMisaligns(count, n, esz)) << ringo_cases::Label(c) << " n=" << n;
+          const ringo_order::InexactPattern pat(t, n);
+          std::vector<CaseBufs> bufs(static_cast<size_t>(n));
+          std::vector<const unsigned char*> inputs;
+          for (int r = 0; r < n; r++) {
+            ringo_cases::Prepare(c, pat, n, r, &bufs[r]);
+            inputs.push_back(bufs[r].send);
+          }
+          const std::vector<unsigned char> want = ringo_order::RingOrderAllReduce(inputs, count, t, op);
+          std::vector<int> order(static_cast<size_t>(n));
+          std::iota(order.begin(), order.end(), 0);
+          const ringo_dev_coll dc = {RINGO_COLL_ALLREDUCE, t, op, count, n, 0, 0, order.data(), nullptr, nullptr, 3, 4,
+                                     8192, 0, 0, 0};
+          ringo_dev_ring d;
+          ASSERT_EQ(ringo_dev_ring_describe(&dc, &d), ringoSuccess);
+          for (int k = 0; k < n; k++)
+            ASSERT_EQ(d.chunk[k].in_off * esz % 16, 0u) << ringo_cases::Label(c) << " n=" << n << " chunk " << k;
+          const std::vector<int> codes = ring.Run(c, bufs);
+          for (int r = 0; r < n; r++) {
+            ASSERT_EQ(codes[r], RINGO_DEV_OK) << ringo_cases::Label(c) << " n=" << n << " rank " << r;
+            ASSERT_EQ(0, memcmp(bufs[r].recv, want.data(), want.size()))
+                << ringo_cases::Label(c) << " n=" << n << " rank " << r << ": not the ring's order's bits";
+            ASSERT_TRUE(bufs[r].GuardsIntact()) << ringo_cases::Label(c) << " n=" << n << " rank " << r;
+          }
+        }
   }
 }
 

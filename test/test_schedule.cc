@@ -261,10 +261,14 @@ TEST(Schedule, TwoLevelRingIsAnAllReduce) {
   }
 }
 
-TEST(Schedule, ChunkRangesSpreadRemainders) {
-  const size_t counts[] = {0, 1, 2, 3, 7, 8, 9, 1000003, size_t(1) << 40};
+// Short chunks (count / N under RINGO_CHUNK_ALIGN_MIN elements): count / N each, the remainder one
+// element each to the first chunks, as the seed's worked example cuts them.
+TEST(Schedule, ShortChunkRangesSpreadRemainders) {
+  const size_t counts[] = {0, 1, 2, 3, 7, 8, 9, 4099, 8191, 2 * 8192 - 1};
   for (int n = 1; n <= 9; n++) {
     for (size_t count : counts) {
+      if (n > 1 && count / n >= RINGO_CHUNK_ALIGN_MIN) continue;  // long: the next test
+      EXPECT_EQ(ringo_chunk_aligned(count, n), 0) << count << " over " << n;
       size_t expect_off = 0;
       for (int c = 0; c < n; c++) {
         size_t off, len;
@@ -276,6 +280,58 @@ TEST(Schedule, ChunkRangesSpreadRemainders) {
       EXPECT_EQ(expect_off, count);
     }
   }
+}
+
+// Long chunks: every boundary at a multiple of 16 elements (so at a multiple of 16 bytes for every
+// dtype: the ring kernel's vectors), covering [0, count) in order, lengths within 32 elements of
+// each other (a unit of 16 more in the first chunks, the last unit cut short), the first the longest. The counts are the ones that used to misalign: not
+// multiples of 16 N, or multiples of N whose N-th is odd (4099 N).
+TEST(Schedule, LongChunkRangesStartAtMultiplesOf16Elements) {
+  for (int n = 2; n <= 9; n++) {
+    const size_t nn = size_t(n), min = RINGO_CHUNK_ALIGN_MIN * nn;
+    const size_t counts[] = {min, min + 1, min + 15, min + 16 * nn - 1, 4099 * 16 * nn + 3 * nn, 1000003, 4194304,
+                             size_t(1) << 28, (size_t(1) << 40) + 7};
+    for (size_t count : counts) {
+      ASSERT_EQ(ringo_chunk_aligned(count, n), 1) << count << " over " << n;
+      size_t expect_off = 0, first = 0, shortest = count;
+      for (int c = 0; c < n; c++) {
+        size_t off, len;
+        ringo_chunk_range(count, n, c, &off, &len);
+        EXPECT_EQ(off, expect_off) << count << " over " << n << ", chunk " << c;
+        EXPECT_EQ(off % 16, 0u) << count << " over " << n << ", chunk " << c;
+        if (c == 0) first = len;
+        EXPECT_LE(len, first) << count << " over " << n << ": chunk " << c << " longer than the first";
+        shortest = std::min(shortest, len);
+        expect_off += len;
+      }
+      EXPECT_EQ(expect_off, count) << count << " over " << n;
+      EXPECT_LT(first - shortest, 32u) << count << " over " << n;
+    }
+  }
+}
+
+// The cuts themselves, worked out by hand. 16 MiB of float32 over 3 ranks (4194304 elements,
+// 262144 units of 16): units 87382, 87381, 87381, so chunks start at 0, 1398112 and 2796208
+// elements (0, 5592448 and 11184832 bytes: the old cut put chunk 1 at 5592408, off 16 bytes).
+// At the threshold, 3 x 8192 + 1 elements: 1537 units, 513 to chunk 0; the last chunk ends at count,
+// 8192 - 15 elements. One element less per chunk (3 x 8191 + 2): short, spread as before.
+TEST(Schedule, LongChunkRangesWorkedOut) {
+  struct Want {
+    size_t count;
+    int n;
+    size_t off[3], len[3];
+  };
+  const Want wants[] = {{4194304, 3, {0, 1398112, 2796208}, {1398112, 1398096, 1398096}},
+                        {3 * 8192 + 1, 3, {0, 8208, 16400}, {8208, 8192, 8177}},
+                        {3 * 8191 + 2, 3, {0, 8192, 16384}, {8192, 8192, 8191}},
+                        {2 * 8192 + 17, 2, {0, 8208}, {8208, 8192 + 1}}};
+  for (const Want& w : wants)
+    for (int c = 0; c < w.n; c++) {
+      size_t off, len;
+      ringo_chunk_range(w.count, w.n, c, &off, &len);
+      EXPECT_EQ(off, w.off[c]) << w.count << " over " << w.n << ", chunk " << c;
+      EXPECT_EQ(len, w.len[c]) << w.count << " over " << w.n << ", chunk " << c;
+    }
 }
 
 TEST(Schedule, SlicesCoverAChunk) {

@@ -295,11 +295,10 @@ static ringoResult_t step_failed(const struct ringo_op* op, const struct walk* w
   return failed_at(op, res, where);
 }
 
-/* Rounds of a walk: slices of its longest chunk. */
+/* Rounds of a walk: slices of its longest chunk, the first (ringo_chunk_range; an aligned cut's first
+ * chunk may be longer than count / N rounded up). */
 static size_t walk_rounds(const struct walk* w) {
-  const size_t n = (size_t)w->n;
-  const size_t max_len = w->coll == RINGO_COLL_ALLREDUCE ? (w->count + n - 1) / n : w->count;
-  return ringo_num_rounds(max_len, w->slice);
+  return ringo_num_rounds(chunk_at(w, 0).len, w->slice);
 }
 
 /* The flat ring: the call's schedule around the communicator's ring, over the whole buffers. */

@@ -101,10 +101,34 @@ int ringo_schedule_half(enum ringo_half half, int nranks, int pos, struct ringo_
   return n;
 }
 
-void ringo_chunk_range(size_t count, int nchunks, int c, size_t* off, size_t* len) {
-  const size_t n = (size_t)nchunks, base = count / n, extra = count % n, i = (size_t)c;
+/* Short chunks: count / N each, the count % N extra elements one each to the first chunks. */
+static void spread_range(size_t count, size_t n, size_t i, size_t* off, size_t* len) {
+  const size_t base = count / n, extra = count % n;
   *off = i * base + (i < extra ? i : extra);
   *len = base + (i < extra ? 1 : 0);
+}
+
+/* Long chunks: the same spread over units of RINGO_CHUNK_ALIGN elements, the last unit cut short at
+ * count. Every boundary is then a multiple of 16 elements, 16 bytes or more whatever the dtype, so a
+ * chunk starts where its buffer's 16-byte vectors do (the ring kernel goes scalar on a chunk that
+ * does not: N = 3 lost a third of the copy bandwidth so, cuda/README.md). The short unit is in the
+ * last chunk, and the first chunks get the extra units: the first chunk stays the longest. */
+static void aligned_range(size_t count, size_t n, size_t i, size_t* off, size_t* len) {
+  const size_t q = RINGO_CHUNK_ALIGN, units = (count + q - 1) / q;
+  size_t uoff, ulen;
+  spread_range(units, n, i, &uoff, &ulen);
+  const size_t end = (uoff + ulen) * q < count ? (uoff + ulen) * q : count;
+  *off = uoff * q < count ? uoff * q : count;
+  *len = end - *off;
+}
+
+int ringo_chunk_aligned(size_t count, int nchunks) {
+  return nchunks > 1 && count / (size_t)nchunks >= RINGO_CHUNK_ALIGN_MIN;
+}
+
+void ringo_chunk_range(size_t count, int nchunks, int c, size_t* off, size_t* len) {
+  if (ringo_chunk_aligned(count, nchunks)) aligned_range(count, (size_t)nchunks, (size_t)c, off, len);
+  else spread_range(count, (size_t)nchunks, (size_t)c, off, len);
 }
 
 size_t ringo_num_rounds(size_t max_len, size_t slice_elems) {

@@ -62,9 +62,22 @@ int ringo_schedule_half(enum ringo_half half, int nranks, int pos, struct ringo_
 /* The chunk position pos holds, fully reduced, after the reduce-scatter: pos + 1. */
 int ringo_owned_chunk(int nranks, int pos);
 
-/* Chunk c of N over count elements: [off, off + len); the count % N extra elements go one each
- * to the first chunks. count < N and count == 0 are legal (some chunks are empty). */
+/* Chunk c of N over count elements: [off, off + len), the one cut every path uses (host ring,
+ * device ring, one-shot, two-level, staged, ringo-trace), so that all of them combine the same
+ * elements in the same order and give the same bits. Short chunks (count / N below
+ * RINGO_CHUNK_ALIGN_MIN): count / N each, the count % N extra elements one each to the first
+ * chunks; count < N and count == 0 are legal (some chunks are empty). Long chunks: every boundary
+ * at a multiple of RINGO_CHUNK_ALIGN elements (16: 16 bytes or more for every dtype, so the
+ * schedule still knows no bytes), units of 16 spread the same way, the last chunk ending at count;
+ * lengths then differ by under 32 elements, so a rank's bytes are off the 2(N-1)/N law by under
+ * 0.4 % (8192 elements a chunk keeps it there; shorter chunks, the worked example's among them, keep
+ * the seed's exact spread). Either way the first chunk is the longest: the host engine's rounds and
+ * the staged phases are counted from it. */
+#define RINGO_CHUNK_ALIGN ((size_t)16)
+#define RINGO_CHUNK_ALIGN_MIN ((size_t)8192)
 void ringo_chunk_range(size_t count, int nchunks, int c, size_t* off, size_t* len);
+/* 1 when ringo_chunk_range cuts count elements into nchunks at aligned boundaries (long chunks). */
+int ringo_chunk_aligned(size_t count, int nchunks);
 
 /* Where chunk c of a collective of count elements lives, in elements: its offset in sendbuff and
  * in recvbuff, and its length. All-reduce cuts the buffer into N chunks; reduce-scatter and
