@@ -30,7 +30,8 @@ bind() {
 }
 
 t0=$SECONDS
-if [ ! -x "$root/usr/bin/apt-get" ]; then
+# debootstrap removes ROOT/debootstrap/ when it has finished: a root without it is complete.
+if [ ! -x "$root/usr/bin/apt-get" ] || [ -d "$root/debootstrap" ]; then
   echo "=== debootstrap bookworm (minbase: essential packages and apt only) from $mirror into $root"
   rm -rf "$root"
   debootstrap --variant=minbase bookworm "$root" "$mirror"
@@ -38,7 +39,9 @@ else
   echo "=== reusing the bookworm root in $root (delete it for a new one)"
 fi
 echo "deb $mirror bookworm main" > "$root/etc/apt/sources.list"
+# Name service as on this machine (apt reaches the archive; Gloo and Open MPI resolve this host).
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+cp /etc/hosts "$root/etc/hosts" 2>/dev/null || true
 dpkg-query -W -f '${Package}\n' --admindir="$root/var/lib/dpkg" | sort > "$root/tmp/packages-before"
 echo "=== base system: $(wc -l < "$root/tmp/packages-before") packages, $((SECONDS - t0)) s"
 

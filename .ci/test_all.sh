@@ -27,7 +27,7 @@ slowest() {
        match($0, /^\[       OK \] .* \([0-9]+ ms\)$/) {
          line = substr($0, 14); ms = line; sub(/.* \(/, "", ms); sub(/ ms\)$/, "", ms)
          sub(/ \([0-9]+ ms\)$/, "", line); printf "%d %s%s\n", ms, (bin == "" ? "" : bin ": "), line }' "$1" |
-    sort -rn | head -n 5 | awk '{ ms = $1; $1 = ""; printf "    %7.1f s %s\n", ms / 1000, $0 }'
+    sort -rn | head -n 5 | awk '{ ms = $1; $1 = ""; printf "    %7.1f s%s\n", ms / 1000, $0 }'
 }
 
 # stage NAME COMMAND...: runs one stage; a stage that fails without counting a failed test (it did

@@ -73,7 +73,7 @@ EOF
   "$src/build/example"
 }
 
-echo "=== installed tree in $prefix (make install PREFIX=...)"
+echo "=== test/install/run.sh: make install PREFIX=$prefix"
 case_ make_install installed
 if [ "$failed" -eq 0 ]; then
   case_ pkg_config_shared with_pkg_config shared
