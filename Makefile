@@ -31,15 +31,19 @@ LIB_SRC   ?= $(wildcard src/*/*.c)
 LIB_HDR   := $(wildcard include/*.h src/*/*.h)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.cc)
-TEST_SUPPORT ?= $(filter-out $(TEST_SRC),$(wildcard test/*.cc))
+# The support files (harness, main) are compiled once, into $(BUILD)/support/, not once per suite:
+# that took a third of the build's CPU time.
+TEST_SUPPORT ?= $(patsubst test/%.cc,$(BUILD)/support/%.o,$(filter-out $(TEST_SRC),$(wildcard test/*.cc)))
 TEST_BIN  := $(TEST_SRC:test/%.cc=$(BUILD)/test/%)
 # MPI suites (test/mpi/) are built with MPI and run under mpirun by .ci/run_tests.sh. The ring and two-level suites
 # (and the staged suite's MpiTurns tests) run twice: with Open MPI's defaults (shared memory between
 # the ranks of this host), then over TCP, as between hosts, where a posted MPI send moves only while
-# its rank calls into MPI.
+# its rank calls into MPI. The ring suite's shm* rings (one host, every link shm: MPI only carries
+# the unique id) would run the same again over TCP, so its second run leaves them out.
 MPI_TEST_SRC := $(if $(MPICC),$(wildcard test/mpi/test_*.cc))
 MPI_TEST_BIN := $(MPI_TEST_SRC:test/mpi/%.cc=$(BUILD)/test/mpi/%)
-MPI_TCP_RUN  := $(if $(MPICC),OMPI_MCA_btl=tcp$(comma)self $(BUILD)/test/mpi/test_mpi_ring \
+MPI_TCP_RUN  := $(if $(MPICC),OMPI_MCA_btl=tcp$(comma)self \
+                $(BUILD)/test/mpi/test_mpi_ring@-Rings/MpiRingTest.EveryCollectiveTypeAndOpIsExact/shm* \
                 $(BUILD)/test/mpi/test_mpi_two_level $(BUILD)/test/mpi/test_mpi_staged@MpiTurns.*)
 # Gloo (libgloo-dev): ringo-bench --compare gloo, in bench/bench_gloo.cc, is built in when Gloo's headers
 # are found; GLOO=0 leaves it out.
@@ -121,13 +125,15 @@ gpu-check:
 .PHONY: cuda-detect build-config-check gpu-check
 # ---- CUDA (end) ----
 
-.PHONY: all lib tests tools test bench install detect clean deps plot
+.PHONY: all lib tests tools test check test-stages bench install detect clean deps deps-check plot
 all: detect lib tools nccl
 
 detect:
 	@echo "ringo build: cc=$(CC) nvcc: $(if $(NVCC),yes ($(NVCC)),no) mpi: $(if $(MPICC),yes ($(MPICC)),no) gloo: $(if $(GLOO_FOUND),yes (ringo-bench --compare gloo),no)$(if $(SANITIZE), sanitize=$(SANITIZE))"
 
-lib: $(BUILD)/lib/libringo.so $(BUILD)/lib/libringo.a
+# nvcc's objects first (when built): they are the build's longest jobs, and under -j the C
+# objects and the suites' compiles fill the other cores while they run.
+lib: $(CUDA_OBJ) $(BUILD)/lib/libringo.so $(BUILD)/lib/libringo.a
 
 $(BUILD)/obj/%.o: %.c $(LIB_HDR)
 	@mkdir -p $(dir $@)
@@ -165,10 +171,10 @@ $(BUILD)/obj/bench/bench_gloo.o: bench/bench_gloo.cc bench/bench_gloo.h include/
 endif
 
 $(BUILD)/bin/ddp_train: include/ringo_ddp.h
-$(BUILD)/test/test_ddp: bench/mlp.h include/ringo_ddp.h
+$(BUILD)/test-obj/test_ddp.o: bench/mlp.h include/ringo_ddp.h
 $(BUILD)/test/test_bench: $(BUILD)/bin/ringo-bench
 $(BUILD)/test/test_trace $(BUILD)/test/mpi/test_mpi_two_level: $(BUILD)/bin/ringo-trace
-$(BUILD)/test/test_gpu_bench_data: bench/gpu_bench_data.h
+$(BUILD)/test-obj/test_gpu_bench_data.o: bench/gpu_bench_data.h
 
 # The teaching tools print the library's own schedule and cost model, so they (alone in bench/)
 # see the internal headers.
@@ -176,27 +182,51 @@ $(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: TOOL_CPPFLAGS := -Isrc
 $(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: $(wildcard src/sched/*.h)
 
 # Tests link the static library so they can also reach internal functions (src/<layer>/*.h).
+# A suite is compiled (into $(BUILD)/test-obj/) apart from its link, so the compiles need no
+# library and run beside the library's own (nvcc's cuda/*.cu, the build's longest jobs).
 tests: $(TEST_BIN) $(MPI_TEST_BIN)
-$(BUILD)/test/%: test/%.cc $(TEST_SUPPORT) $(wildcard test/*.h) $(BUILD)/lib/libringo.a
+.PRECIOUS: $(BUILD)/test-obj/%.o $(BUILD)/test-obj/mpi/%.o $(BUILD)/support/%.o
+$(BUILD)/test-obj/%.o: test/%.cc $(wildcard test/*.h) $(LIB_HDR) $(BUILD)/build.config
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< $(TEST_SUPPORT) -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
-
-$(BUILD)/test/mpi/%: test/mpi/%.cc test/mpi/main.cc $(wildcard test/mpi/*.h test/*.h) $(BUILD)/lib/libringo.a
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+$(BUILD)/test/%: $(BUILD)/test-obj/%.o $(TEST_SUPPORT) $(BUILD)/lib/libringo.a
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $< test/mpi/main.cc -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
+	$(CXX) $(CXXFLAGS) $< $(TEST_SUPPORT) -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
 
+$(BUILD)/test-obj/mpi/%.o: test/mpi/%.cc $(wildcard test/mpi/*.h test/*.h) $(LIB_HDR) $(BUILD)/build.config
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+$(BUILD)/test/mpi/%: $(BUILD)/test-obj/mpi/%.o $(BUILD)/test-obj/mpi/main.o $(BUILD)/lib/libringo.a
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $< $(BUILD)/test-obj/mpi/main.o -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
+
+# deps: what make, make bench and make test need; deps-check adds make check's (clang, libFuzzer).
 deps:
 	@.ci/deps.sh
+deps-check:
+	@.ci/deps.sh check
 
 # The main job: 4 local ranks, float32 sum all-reduce, 1 KiB .. 64 MiB.
 bench: deps
 	@$(MAKE) --no-print-directory all
 	$(BUILD)/bin/ringo-bench -N 4 -b 1K -e 64M -f 2 -d float32 -o sum --bound
 
-# Every test binary, then one closing line "N passed, M failed[, K skipped]".
+# make test: what a user runs to see it works (about 5 minutes on 2 cores after the build): every
+# suite, the MPI ones under mpirun, the installed tree, one short valgrind run. make check: the
+# full gate before a change goes in (about 30 minutes): make test's stages, then ASan+UBSan, TSan,
+# valgrind, the fuzzers and .ci/python_tests.sh. Both end with one line "N passed, M failed, K
+# skipped" (.ci/test_all.sh, which also prints each stage's time and five slowest tests).
+# The stages run in a make of their own: on a bare machine deps has just installed MPI, which this
+# make, parsed before, did not see (so it would leave the MPI suites out).
+TEST_RUN = $(TEST_BIN) $(MPI_TEST_BIN) $(MPI_TCP_RUN)
 test: deps
 	@$(MAKE) --no-print-directory $(SUBMAKE_J) all tests
-	@MAKE="$(MAKE)" QUICK="$(QUICK)" SANITIZE="$(SANITIZE)" .ci/test_all.sh $(TEST_BIN) $(MPI_TEST_BIN) $(MPI_TCP_RUN)
+	@$(MAKE) --no-print-directory test-stages STAGES=test
+check: deps-check
+	@$(MAKE) --no-print-directory $(SUBMAKE_J) all tests
+	@$(MAKE) --no-print-directory test-stages STAGES=check
+test-stages:
+	@MAKE="$(MAKE)" BUILD="$(BUILD)" QUICK="$(QUICK)" SANITIZE="$(SANITIZE)" .ci/test_all.sh $(STAGES) $(TEST_RUN)
 
 # Pictures: busbw vs size (ringo, Open MPI, naive, bound) and bytes sent per rank vs N, from
 # real runs -> $(BUILD)/plots/ and docs/img/.
@@ -205,6 +235,11 @@ plot: deps
 	BUILD=$(BUILD) bench/plot.sh
 	BUILD=$(BUILD) bench/plot_ddp.sh
 
+# Headers, libringo.so (.so.0) and libringo.a, ringo.pc, the CMake package (lib/cmake/ringo/:
+# find_package(ringo), ringo::ringo and ringo::ringo_static) and the NCCL drop-in. The version is
+# ringo.pc's. test/install/run.sh (in make test) builds the README's example against it.
+RINGO_VERSION := $(shell sed -n 's/^Version: *//p' src/ringo.pc.in)
+space := $(empty) $(empty)
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 include/ringo.h include/ringo_ddp.h $(DESTDIR)$(PREFIX)/include/
@@ -217,6 +252,11 @@ install: lib
 	install -m 755 $(NCCL_LIB) $(DESTDIR)$(PREFIX)/lib/ringo-nccl/libnccl.so.2
 	ln -sf libnccl.so.2 $(DESTDIR)$(PREFIX)/lib/ringo-nccl/libnccl.so
 	install -m 644 nccl/nccl.h $(DESTDIR)$(PREFIX)/include/ringo/nccl/nccl.h
+	install -d $(DESTDIR)$(PREFIX)/lib/cmake/ringo
+	sed -e 's|@STATIC_LIBS@|$(subst $(space),;,$(strip $(LDLIBS)))|' -e 's|@HAVE_MPI@|$(if $(MPICC),TRUE,FALSE)|' \
+	  cmake/ringoConfig.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/ringo/ringoConfig.cmake
+	sed -e 's|@VERSION@|$(RINGO_VERSION)|' -e 's|@VERSION_MAJOR@|$(firstword $(subst ., ,$(RINGO_VERSION)))|' \
+	  cmake/ringoConfigVersion.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/ringo/ringoConfigVersion.cmake
 
 clean:
 	rm -rf build build-*
@@ -303,21 +343,21 @@ gpu-check-nccl: nccl tools
 # ---- NCCL drop-in (end) ----
 
 # ==== reliability: sanitizers, ThreadSanitizer, valgrind, fuzzers (.ci/test_all.sh) ==============
-# `make test` runs, after the normal suites: test-asan, test-tsan, test-valgrind and fuzz, and
-# totals them all in its one closing line. `make test QUICK=1` (or any SANITIZE= build) runs only
-# the normal suites. Each also runs alone. What each covers and costs: README, "Testing".
-.PHONY: test-asan test-tsan test-valgrind fuzz fuzzers
+# `make check` runs, after make test's stages: test-asan, test-tsan, test-valgrind and fuzz, and
+# totals them all in its one closing line; make test runs test-valgrind-short. `make test QUICK=1`
+# (or any SANITIZE= build) runs only the normal suites. Each also runs alone. What each covers and
+# costs: docs/testing.md.
+.PHONY: test-asan test-tsan test-valgrind test-valgrind-short fuzz fuzzers
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 SUBMAKE_J  := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(JOBS))
 ASAN_BUILD ?= build-address-undefined
 TSAN_BUILD ?= build-thread
 
 # Sanitizer builds leave CUDA out (nvcc objects are not instrumented, and the sanitizer runtimes
-# do not mix with a GPU driver) and compile the test support files (harness, main) once, not once
-# per suite: $(call SAN_MAKE,folder,sanitizers) targets...
-SAN_MAKE = $(MAKE) --no-print-directory $(SUBMAKE_J) CUDA=0 BUILD=$(1) SANITIZE=$(2) \
-           TEST_SUPPORT="$(patsubst test/%.cc,$(1)/support/%.o,$(TEST_SUPPORT))"
-$(BUILD)/support/%.o: test/%.cc $(wildcard test/*.h)
+# do not mix with a GPU driver): $(call SAN_MAKE,folder,sanitizers) targets...
+SAN_MAKE = $(MAKE) --no-print-directory $(SUBMAKE_J) CUDA=0 BUILD=$(1) SANITIZE=$(2)
+# The test support files, compiled once per build folder (TEST_SUPPORT above).
+$(BUILD)/support/%.o: test/%.cc $(wildcard test/*.h) $(BUILD)/build.config
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
@@ -339,13 +379,18 @@ test-tsan: deps
 	@$(call SAN_MAKE,$(TSAN_BUILD),thread) $(foreach r,$(TSAN_RUN),$(firstword $(subst @, ,$(r))))
 	@RINGO_STAGE="thread sanitizer" .ci/run_tests.sh $(foreach r,$(TSAN_RUN),'$(r)')
 
-# Memcheck on one multi-rank run of the normal build: forked ranks 1..8 over shm, every collective
-# and root with 4 ranks. Leaks a forked rank inherits from its parent are suppressed (.ci/valgrind.supp).
-VALGRIND_RUN ?= $(BUILD)/test/test_collectives@N/Counters.*:N/OtherCollectivesFork.EveryRootAndPlacement/3
+# Memcheck on multi-rank runs of the normal build. make test's short run (test-valgrind-short):
+# every collective and root with 4 forked ranks over shm; make check adds test-valgrind: forked
+# ranks 1..8 (the two together are what one valgrind stage ran before make test and make check
+# were split). Leaks a forked rank inherits from its parent are suppressed (.ci/valgrind.supp).
+VALGRIND_RUN ?= $(BUILD)/test/test_collectives@N/Counters.*
 VALGRIND     ?= valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
                 --suppressions=.ci/valgrind.supp
 test-valgrind: deps $(firstword $(subst @, ,$(VALGRIND_RUN)))
 	@RINGO_STAGE=valgrind RINGO_TEST_LAUNCH="$(VALGRIND)" .ci/run_tests.sh '$(VALGRIND_RUN)'
+VALGRIND_SHORT_RUN ?= $(BUILD)/test/test_collectives@N/OtherCollectivesFork.EveryRootAndPlacement/3
+test-valgrind-short: deps $(firstword $(subst @, ,$(VALGRIND_SHORT_RUN)))
+	@RINGO_STAGE="valgrind (short)" RINGO_TEST_LAUNCH="$(VALGRIND)" .ci/run_tests.sh '$(VALGRIND_SHORT_RUN)'
 
 # libFuzzer harnesses (test/fuzz/fuzz_*.cc), one per parser of bytes that come from another
 # process, each run for FUZZ_TIME seconds by `make fuzz` (corpus kept in $(FUZZ_BUILD)/corpus/).
@@ -362,7 +407,7 @@ FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_CPPFLAGS = $(filter-out -DRINGO_HAVE_CUDA,$(CPPFLAGS))
 
 fuzzers: $(FUZZ_BIN)
-fuzz: deps
+fuzz: deps-check
 	@$(MAKE) --no-print-directory $(SUBMAKE_J) fuzzers
 	@RINGO_STAGE=fuzzers FUZZ_TIME=$(FUZZ_TIME) FUZZ_DIR=$(FUZZ_BUILD) .ci/fuzz.sh $(FUZZ_BIN)
 

@@ -36,6 +36,7 @@ for arg in "$@"; do
   # Open MPI unloads its components at MPI_Finalize, so LSan's fast unwinder leaves their
   # allocations without a module to match in lsan.supp; the slow one walks into libmpi.
   case "$bin" in */mpi/*) launch=("${MPIRUN[@]}"); asan="$asan:fast_unwind_on_malloc=0" ;; esac
+  start=$SECONDS
   ASAN_OPTIONS=$asan timeout "${RINGO_TEST_TIMEOUT:-900}" "${launch[@]}" "$bin" "${args[@]}" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n1)
@@ -47,6 +48,7 @@ for arg in "$@"; do
     echo "run_tests: $bin exited with status $rc without reporting a failed test; counting it as one failure"
     f=1
   fi
+  echo "=== $bin: $((SECONDS - start)) s, $p passed, $f failed, $s skipped"
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   rm -f "$log"
 done

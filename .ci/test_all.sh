@@ -1,48 +1,99 @@
 #!/usr/bin/env bash
-# test_all.sh — what `make test` runs after the normal build: the normal suites (the binaries given),
-# then test-asan, test-tsan, test-valgrind and fuzz unless QUICK=1 or SANITIZE is set; ends with ONE
-# line "N passed, M failed, K skipped" over all of them. Called by the Makefile's test target.
+# test_all.sh — the stages of `make test` (MODE test) and `make check` (MODE check), run after the
+# normal build: .ci/test_all.sh MODE BINARY... (the normal suites, as .ci/run_tests.sh takes them).
+# Each stage prints its time and its five slowest tests; ONE closing line totals every stage.
+#
+#   test:  the normal suites, the installed tree (test/install/run.sh), one short valgrind run
+#   check: test's stages, then ASan+UBSan, TSan, valgrind, the fuzzers, and every suite another
+#          part of the project adds: .ci/python_tests.sh when it exists (Python, PyTorch), run as
+#          a stage whose last line is "N passed, M failed, K skipped" like this script's own
+# QUICK=1: the normal suites only. A SANITIZE= build: its suites only.
 set -u
 cd "$(dirname "$0")/.."
+mode=$1
+shift
 tally=$(mktemp)
-trap 'rm -f "$tally"' EXIT
+stage_log=$(mktemp)
+trap 'rm -f "$tally" "$stage_log"' EXIT
 export RINGO_TALLY=$tally
 MAKE=${MAKE:-make}
 timing=()
 total_start=$SECONDS
 
-# Runs one stage; a stage that fails without counting a failed test (it did not build, say)
-# counts as one failure, so nothing can fail silently.
+# The five slowest tests of a stage's log, from GoogleTest's "[       OK ] Name (N ms)" lines (the
+# fuzzers and the installed-tree test print theirs alike), each with the binary it ran in.
+slowest() {
+  awk '/^=== / { bin = $2; sub(".*/", "", bin) }
+       match($0, /^\[       OK \] .* \([0-9]+ ms\)$/) {
+         line = substr($0, 14); ms = line; sub(/.* \(/, "", ms); sub(/ ms\)$/, "", ms)
+         sub(/ \([0-9]+ ms\)$/, "", line); printf "%d %s%s\n", ms, (bin == "" ? "" : bin ": "), line }' "$1" |
+    sort -rn | head -n 5 | awk '{ ms = $1; $1 = ""; printf "    %7.1f s%s\n", ms / 1000, $0 }'
+}
+
+# stage NAME COMMAND...: runs one stage; a stage that fails without counting a failed test (it did
+# not build, say) counts as one failure, so nothing can fail silently.
 stage() {
   local name=$1 start=$SECONDS lines before_failed
   shift
   lines=$(wc -l < "$tally")
   echo "=== stage: $name"
-  RINGO_STAGE=$name "$@"
-  local rc=$?
+  RINGO_STAGE=$name "$@" 2>&1 | tee "$stage_log"
+  local rc=${PIPESTATUS[0]}
   before_failed=$(tail -n +"$((lines + 1))" "$tally" | awk '{f += $2} END {print f + 0}')
   if [ "$rc" -ne 0 ] && [ "$before_failed" -eq 0 ]; then
     echo "test_all: stage '$name' failed (exit status $rc) without reporting a failed test; counting it as one failure"
     echo "0 1 0" >> "$tally"
   fi
-  timing+=("$(printf '%-30s %4d s' "$name" $((SECONDS - start)))")
+  local took=$((SECONDS - start))
+  echo "=== stage $name: $took s; slowest tests:"
+  slowest "$stage_log"
+  timing+=("$(printf '%-34s %4d s' "$name" "$took")")
+}
+
+# external SCRIPT: a stage another part of the project owns, run with bash (executable or not).
+# Its last line matching "N passed, M failed, K skipped" is its count (none: one failure).
+external() {
+  local script=$1 own_log counts
+  own_log=$(mktemp)
+  RINGO_TALLY="" bash "$script" 2>&1 | tee "$own_log"
+  local rc=${PIPESTATUS[0]}
+  counts=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\1 \2 \3/p' "$own_log" | tail -n1)
+  rm -f "$own_log"
+  if [ -n "$counts" ]; then
+    echo "$counts" >> "$tally"
+  elif [ "$rc" -eq 0 ]; then
+    echo "test_all: $script printed no closing 'N passed, M failed, K skipped' line; counting one failure"
+    echo "0 1 0" >> "$tally"
+  fi
+  return "$rc"
 }
 
 stage "normal suites" .ci/run_tests.sh "$@"
 if [ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ]; then
-  echo "test_all: QUICK=$QUICK: sanitizers, valgrind and fuzzers skipped (CI runs them)"
+  echo "test_all: QUICK=$QUICK: the normal suites only"
 elif [ -n "${SANITIZE:-}" ]; then
   echo "test_all: SANITIZE=$SANITIZE build: only its suites run"
 else
-  stage "address,undefined sanitizers" "$MAKE" --no-print-directory test-asan
-  stage "thread sanitizer" "$MAKE" --no-print-directory test-tsan
-  stage "valgrind" "$MAKE" --no-print-directory test-valgrind
-  stage "fuzzers" "$MAKE" --no-print-directory fuzz
+  stage "installed tree" test/install/run.sh "${BUILD:-build}"
+  stage "valgrind (short)" "$MAKE" --no-print-directory test-valgrind-short
+  if [ "$mode" = check ]; then
+    stage "address,undefined sanitizers" "$MAKE" --no-print-directory test-asan
+    stage "thread sanitizer" "$MAKE" --no-print-directory test-tsan
+    stage "valgrind" "$MAKE" --no-print-directory test-valgrind
+    stage "fuzzers" "$MAKE" --no-print-directory fuzz
+    # The hook for the suites other parts of the project add (Python bindings, PyTorch backend):
+    # their own script, whose closing line this stage counts.
+    if [ -e .ci/python_tests.sh ]; then
+      stage "python" external .ci/python_tests.sh
+    else
+      echo "test_all: no .ci/python_tests.sh: no Python stage"
+    fi
+  fi
 fi
 
-echo "=== time per stage (builds included; the normal build ran before these)"
+echo "=== time per stage ($mode; builds included; the normal build ran before these)"
 printf '  %s\n' "${timing[@]}"
-echo "  total after the normal build      $((SECONDS - total_start)) s"
+echo "  total after the normal build        $((SECONDS - total_start)) s"
 read -r passed failed skipped < <(awk '{p += $1; f += $2; s += $3} END {print p + 0, f + 0, s + 0}' "$tally")
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ "$failed" -eq 0 ]
