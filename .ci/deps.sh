@@ -18,6 +18,8 @@ if [ "${1:-}" != make ]; then
   # make test: its short valgrind run, and the installed tree built with pkg-config and CMake.
   command -v valgrind >/dev/null || need+=(valgrind)
   command -v pkg-config >/dev/null || need+=(pkg-config)
+  command -v python3 >/dev/null || need+=(python3-minimal) # .ci/check_layers.py
+  command -v nm >/dev/null || need+=(binutils)
   command -v cmake >/dev/null || need+=(cmake)
 fi
 if [ "${1:-}" = check ]; then

@@ -69,6 +69,8 @@ external() {
 }
 
 stage "normal suites" .ci/run_tests.sh "$@"
+# The layering rules of DESIGN.md on the tree and on the build's objects (.ci/check_layers.py).
+[ -z "${SANITIZE:-}" ] && stage "layers" python3 .ci/check_layers.py "${BUILD:-build}"
 if [ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ]; then
   echo "test_all: QUICK=$QUICK: the normal suites only"
 elif [ -n "${SANITIZE:-}" ]; then
