@@ -253,9 +253,7 @@ static ringoResult_t board_check_wait(const ringoComm_t comm, const struct board
 /* Polls, yields (RINGO_YIELD_US), then sleeps on the bell (bell_ring says why no wake-up is lost).
  * Unlike a ring link's wait, a board wait polls a little before its first yield: a one-shot call
  * is one hand-off, and ranks that arrive a few hundred ns apart otherwise pay a yield's system
- * call each (N = 2, 8 B, under mpirun with a barrier before each call, four A B rounds: 0.83-0.84
- * us without the polls, 0.24-0.26 us with 100, Open MPI about 0.3; N = 4 on 2 cores: 6.3-10.5
- * against 4.0-4.8 us). The loads stay in this core's cache until the counter moves. */
+ * call each (docs/performance.md). The loads stay in this core's cache until the counter moves. */
 static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w) {
   for (int i = 0; i < BOARD_POLLS + comm->env.spin; i++)
     if (reached(w, memory_order_acquire)) return ringoSuccess;

@@ -330,7 +330,7 @@ static uint64_t oneshot_allowed(const ringoComm_t comm) {
   const int shm_ok = !comm->env.transport[0] || strcmp(comm->env.transport, "shm") == 0;
   if (comm->algo != RINGO_ALGO_AUTO || !shm_ok) return 0;
   if (comm->env.oneshot_bytes != RINGO_ONESHOT_PER_PEER) return comm->env.oneshot_bytes;
-  /* At most 64 KiB, where the ring wins from 8 ranks on (README): the board is 2·N times it. */
+  /* At most 64 KiB, where the ring wins from 8 ranks on (docs/performance.md): the board is 2·N times it. */
   const uint64_t per_peer = (uint64_t)4096 * (uint64_t)(comm->nranks - 1);
   return per_peer < (64u << 10) ? per_peer : (64u << 10);
 }

@@ -104,8 +104,7 @@ int ringo_yield(void) {
   const double end = ringo_now();
   if (end - start > RINGO_YIELD_SLOW_S) {
     /* One slow yield happens now and then (another process woke up); two close together mean
-     * a stranger holds this core (measured, 4 ranks on 2 idle cores: ~20 yields over 1 ms in a
-     * whole benchmark run; with a busy loop on the core: thousands, nearly every yield). */
+     * a stranger holds this core (docs/performance.md). */
     if (end - last_slow_yield < RINGO_YIELD_SLOW_WINDOW_S) yield_blocked_until = end + RINGO_YIELD_BACKOFF_S;
     last_slow_yield = end;
   }

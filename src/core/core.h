@@ -100,7 +100,7 @@ struct ringo_env {
 };
 #define RINGO_ONESHOT_PER_PEER ((size_t)-1)
 /* Default slices: shared-memory slots stay in cache at 128 KiB; MPI over TCP pays a handshake per
- * message, which 512 KiB amortises (README, "Across machines"). */
+ * message, which 512 KiB amortises (docs/multi-host.md). */
 #define RINGO_SLICE_ONE_HOST ((size_t)128 << 10)
 #define RINGO_SLICE_ACROSS_HOSTS ((size_t)512 << 10)
 /* Reads the environment now (cheap; called at every communicator init so tests may change it). */
@@ -112,8 +112,8 @@ double ringo_now(void);
 /* Gives the CPU away briefly while a waiter has nothing to do; returns 1 if it did, 0 if the
  * caller should block (futex, nap) instead. A yield is cheap when the other runnable threads
  * are ranks about to hand work back, but a CPU-bound stranger on the same core keeps it for a
- * whole scheduler slice (ms) — measured: 26x slower all-reduce with one busy loop on a rank's
- * core, where a blocked waiter is woken (and preempts) at once. So two yields slower than
+ * whole scheduler slice (ms), where a blocked waiter is woken (and preempts) at once
+ * (docs/performance.md). So two yields slower than
  * RINGO_YIELD_SLOW_S within RINGO_YIELD_SLOW_WINDOW_S switch this thread to blocking for
  * RINGO_YIELD_BACKOFF_S, after which yields probe again. */
 #define RINGO_YIELD_SLOW_S 1e-3

@@ -48,13 +48,11 @@ void ringo_env_read(struct ringo_env* env) {
   /* Slots hold whole elements of any type: keep them a multiple of 64 bytes. */
   env->slice_bytes = env_bytes("RINGO_SLICE_BYTES", 0, 256, 64 << 20) & ~(size_t)63;
   env->nslots = (int)env_double("RINGO_NSLOTS", 4, 4, 64);
-  /* Spinning on a shared counter does not pay on the machines we measure (2-core VMs: a 4 KiB
-   * all-reduce on 2 ranks takes 100 us with 2000 polls and 3 us yielding at once — pause loops
-   * in a guest hand the core to the hypervisor), so waiters yield at once unless told to poll. */
+  /* Spinning on a shared counter does not pay in a VM (pause loops hand the core to the
+   * hypervisor), so waiters yield at once unless told to poll (docs/performance.md). */
   env->spin = (int)env_double("RINGO_SPIN", 0, 0, 1e9);
   /* Then yield rather than sleep for a while: a slice's wait is usually tens of microseconds, a
-   * futex wake-up in a VM about as long again (measured: N = 2, 64-256 MiB, busbw 1.7x higher
-   * against Open MPI with 200 us than with 4 yields; README, "The benchmark and the bound"). */
+   * futex wake-up in a VM about as long again (docs/performance.md, the wait defaults). */
   env->yield_us = env_double("RINGO_YIELD_US", 200, 0, 1e6);
   env->cuda_enable = (int)env_double("RINGO_CUDA", 1, 0, 1);
   env->cuda_channels = (int)env_double("RINGO_CUDA_CHANNELS", 0, 0, RINGO_DEV_MAX_CHANNELS);
@@ -76,8 +74,7 @@ void ringo_env_read(struct ringo_env* env) {
   env_string("RINGO_TRACE", env->trace_path, sizeof env->trace_path);
   env_string("RINGO_ALGO", env->algo, sizeof env->algo);
   if (!env->algo[0]) snprintf(env->algo, sizeof env->algo, "auto");
-  /* Unset: 4 KiB per peer (comm.c), where the one-shot and the ring cross for 2, 4 and 8 ranks on
-   * a 2-core VM (README, "Small collectives"). */
+  /* Unset: 4 KiB per peer (comm.c), where the one-shot and the ring cross (docs/performance.md). */
   env->oneshot_bytes = env_bytes("RINGO_ONESHOT_BYTES", RINGO_ONESHOT_PER_PEER, 0, 1 << 20);
   char oneshot_text[32] = "4K per other rank";
   if (env->oneshot_bytes != RINGO_ONESHOT_PER_PEER) snprintf(oneshot_text, sizeof oneshot_text, "%zu", env->oneshot_bytes);

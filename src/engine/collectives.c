@@ -309,10 +309,8 @@ static struct walk flat_walk(const struct ringo_op* op, const struct ringo_step*
 }
 
 /* A reduce-scatter's or all-gather's block per rank from which the two-level ring beats the one ring.
- * Below it the host walks, one per host, cost more hand-offs than the network bytes they save:
- * bench/hosts.sh, 4 ranks on each of 2 hosts, A B twice: an all-gather of 32 KiB blocks took
- * 305-322 us two-level against 209-219 on the one ring; from 64 KiB blocks two-level was as fast
- * or faster (reduce-scatter of 128 KiB blocks: 729-839 against 1113-1606 us). */
+ * Below it the host walks, one per host, cost more hand-offs than the network bytes they save
+ * (bench/hosts.sh; the figures are in docs/multi-host.md). */
 #define TWO_LEVEL_MIN_BLOCK (64 * 1024)
 
 /* The two-level ring takes an all-reduce (above the gather path), and a reduce-scatter or all-gather
@@ -492,7 +490,7 @@ static ringoResult_t run_two_level_scatter_gather(const struct ringo_op* op) {
  * not use yet, in a cycle through the hosts: an all-gather also posts a mark on the host ring before
  * it starts, which the host's next rank takes where its first slice is due (an all-gather takes it
  * before its host walks, when it is long there). The marks cost a message each per collective
- * (about 10 us at 16-64 KiB across hosts over TCP on this project's VM, nothing to see from 1 MiB),
+ * (docs/multi-host.md),
  * so the gather path, all latency, goes without: there a rank on another path is caught by
  * RINGO_TIMEOUT, as is a two-level rank against a gathering one, or one whose next rank on the ring
  * never receives (a broadcast's root, a reduce's first rank). A staged collective on the two-level

@@ -195,8 +195,8 @@ static ringoResult_t stalled(ringoComm_t comm, const struct task* tasks, size_t 
 /* Round-robin over the unfinished tasks, moving every slice whose link is ready; when a whole
  * pass moves nothing, yield for RINGO_YIELD_US (and P2P_YIELDS passes) as the shm waits do, then
  * nap — bounded by RINGO_TIMEOUT without progress. A peer that is late or slow to free a slot is
- * usually back within the yields: napping after 16 quick passes made every stall of a 2 MiB group
- * exchange sleep a timer slice — with the peer 150-300 us late it took 1.1-2x as long as now. */
+ * usually back within the yields; napping after a few quick passes made every stall sleep a timer
+ * slice (docs/performance.md). */
 static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, const struct ringo_p2p_phases* ph) {
   size_t left = 0;
   for (size_t i = 0; i < n; i++) left += !tasks[i].finished;

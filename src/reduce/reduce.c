@@ -110,8 +110,8 @@ static inline uint32_t load32(const char* p) {
   }
 
 /* ---- avg of 8- and 32-bit integers: the division in double ----
- * x86 has no vector integer division: one idiv per element made int32 avg 2.5-4.7x slower than
- * sum (N = 2, 4-64 MiB). The wrapped sum s (|s| < 2^32) and the divisor d are exact in double.
+ * x86 has no vector integer division: one idiv per element made int32 avg several times slower
+ * than sum (docs/performance.md). The wrapped sum s (|s| < 2^32) and the divisor d are exact in double.
  * When s / d is not an integer, every integer is at least 1/d away from it, and fl(s / d) is
  * within |s / d| * 2^-53 < 1/d of it: truncating fl(s / d) gives C's quotient, bit for bit
  * (test_reduce compares with ringo_ew_avg_<type>, divisors up to INT32_MAX, at every ISA level).
@@ -301,8 +301,7 @@ ringoResult_t ringo_reduce(void* dst, void* dst2, const void* a, const void* b, 
   /* dst2 is a peer's FIFO slot, whose lines sit in the peer's cache since it last read them.
    * Vector stores must first fetch each line from there; memcpy's string copy writes whole lines
    * without fetching them. So each block is reduced into dst (or an L1 scratch block) and copied
-   * on while hot — measured N = 2, float32: busbw 1.5-2x higher at 64 KiB-64 MiB than one loop
-   * storing to both. */
+   * on while hot, faster than one loop storing to both (docs/performance.md). */
   const size_t esize = ringo_type_size(type), per = L1_BLOCK / esize;
   _Alignas(64) unsigned char scratch[L1_BLOCK];
   for (size_t i = 0; i < count; i += per) {
