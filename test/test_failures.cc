@@ -254,6 +254,37 @@ TEST(Failures, TimeoutNamesStepLinkAndPeer) {
   }, short_timeout(1.0));
 }
 
+// Rooted collectives that disagree on the ring path (large counts, one host): their slices never
+// meet, so before the board's check each rank waited out RINGO_TIMEOUT. Now a rank waiting on the
+// ring compares its board post with the peers' (ringo_board_check_peers) and names the mismatch at
+// once; a rank upstream of it may finish its own part with correct data and fail at its next call.
+TEST(Failures, RootedCollectivesThatDifferOnTheRingAreNamedAtOnce) {
+  // Each case leaves every rank waiting to receive: no slice of the two collectives ever meets.
+  struct Case { const char* name; int roots[3]; bool reduce_on_2; };
+  for (const Case& c : {Case{"different roots", {1, 2, 0}, false}, Case{"different roots, two agree", {1, 1, 0}, false},
+                        Case{"broadcast against reduce", {2, 2, 0}, true}}) {
+    SCOPED_TRACE(c.name);
+    RunProcesses(3, [&c](int rank, const ringoUniqueId& id, Shared& shared) {
+      ringoComm_t comm = nullptr;
+      ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 3, id, rank));
+      std::vector<float> buf(size_t(1) << 18, 1.0f);  // 1 MiB: the ring, not the one-shot board
+      const double t0 = now_s();
+      ringoResult_t res = c.reduce_on_2 && rank == 2
+                              ? ringoReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, c.roots[rank], comm, nullptr)
+                              : ringoBroadcast(buf.data(), buf.data(), buf.size(), ringoFloat32, c.roots[rank], comm, nullptr);
+      if (res == ringoSuccess)  // finished early upstream: the next call says so
+        res = ringoAllReduce(buf.data(), buf.data(), 16, ringoFloat32, ringoSum, comm, nullptr);
+      const double waited = now_s() - t0;
+      EXPECT_NE(res, ringoSuccess);
+      EXPECT_LT(waited, 2.0) << "named by the board, not by the 20 s RINGO_TIMEOUT";
+      const std::string msg = ringoGetLastError(comm);
+      EXPECT_TRUE(contains(msg, "collective mismatch")) << msg;
+      EXPECT_TRUE(shared.Barrier(30));
+      ringoCommDestroy(comm);
+    }, short_timeout(20.0));
+  }
+}
+
 // ringoCommAbort poisons the links before it frees anything, so a peer stuck in a collective on
 // the aborting rank fails at once with ringoRemoteError naming it, while that process still
 // lives (before, the peer waited until the aborting process exited or its own timeout ran out).

@@ -318,6 +318,22 @@ ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struc
   return ringoSuccess;
 }
 
+ringoResult_t ringo_board_check_peers(ringoComm_t comm) {
+  struct ringo_board* bd = comm->board;
+  const struct ringo_op* op = comm->board_op;
+  if (!bd || !op) return ringoSuccess;
+  const uint64_t b = comm->board_op_b;
+  const struct ringo_fingerprint mine = ringo_op_fingerprint(op);
+  for (int r = 0; r < comm->nranks; r++) {
+    if (r == comm->rank || atomic_load_explicit(&bd->ranks[r].posted, memory_order_acquire) < b + 1) continue;
+    /* Rank r posted op b; it cannot reuse this side before this rank has finished op b. */
+    struct ringo_fingerprint theirs;
+    memcpy(&theirs, fingerprint_slot(bd, r, b), sizeof theirs);
+    if (memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_op_mismatch(op, &theirs, r);
+  }
+  return ringoSuccess;
+}
+
 void ringo_board_done(ringoComm_t comm, uint64_t b) {
   struct ringo_board* bd = comm->board;
   atomic_store_explicit(&bd->ranks[comm->rank].done, b + 1, memory_order_seq_cst);

@@ -36,6 +36,11 @@ void ringo_board_post(ringoComm_t comm, uint64_t b, const struct ringo_fingerpri
  * fingerprint and data slot. */
 ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
                                 struct ringo_fingerprint* fp, const void** slot, double* since);
+/* While this rank runs board op comm->board_op_b on another algorithm (comm->board_op set): the
+ * mismatch with any rank that posted another fingerprint for it, else ringoSuccess. Never waits:
+ * the ring links' waits ask it, so a rank on another root or collective is named at once even
+ * when no slice of the two ever meets. */
+ringoResult_t ringo_board_check_peers(ringoComm_t comm);
 /* This rank has finished op b: it reads no slot of it any more. */
 void ringo_board_done(ringoComm_t comm, uint64_t b);
 /* Stops every rank waiting on the board with this error (ringo_comm_fail). Never blocks. */

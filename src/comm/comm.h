@@ -85,6 +85,11 @@ struct ringoComm {
   size_t mailbox_bytes;
   struct ringo_board* board;    /* the one-shot board (board.c): all ranks on one host; or NULL */
   uint64_t board_ops;           /* host collectives run on a communicator with a board (board.h) */
+  /* The board op running on another algorithm now (engine/oneshot.c's bracket), which the ring
+   * links' waits check against the peers' posts (ringo_board_check_peers); NULL: none. Read and
+   * written only by the thread running the communicator's host work. */
+  const struct ringo_op* board_op;
+  uint64_t board_op_b;
   struct ringo_device* device;  /* the CUDA side (device.c), or NULL */
   int ready;                    /* init finished (an init queued in a group is not ready before ringoGroupEnd) */
   void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */

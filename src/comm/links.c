@@ -5,6 +5,8 @@
 
 #include "comm/links.h"
 
+#include "comm/board.h"
+
 /* The one place a link's transport is chosen, from the transports' table (transport.h): the first
  * that can connect the two ranks (shm on one host, MPI across hosts); RINGO_TRANSPORT=name forces
  * one for every link. */
@@ -40,6 +42,11 @@ static ringoResult_t ring_next_poisoned(void* ctx) {
                         ringo_thread_last_error(), comm->rank, next->peer);
 }
 
+/* A wait on the ring whose communicator has a board: a peer that posted another collective, count,
+ * type, op or root for this op ends it (ringo_board_check_peers), even where the two ranks' slices
+ * never meet (different roots, broadcast against reduce). */
+static ringoResult_t board_mismatch(void* ctx) { return ringo_board_check_peers(ctx); }
+
 void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struct ringo_link_params* p) {
   /* A gather link carries one message per collective, and a rank runs at most one collective ahead
    * of a peer before it waits for it: two slots (connect_gather sizes them for their round). */
@@ -53,6 +60,9 @@ void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struc
                                                   ? comm->info[peer].pid : 0};
   if (channel == RINGO_CHANNEL_HOST_RING || channel == RINGO_CHANNEL_NET_RING) {
     p->interrupt = ring_next_poisoned;
+    p->interrupt_ctx = comm;
+  } else if (channel == RINGO_CHANNEL_RING) {
+    p->interrupt = board_mismatch;
     p->interrupt_ctx = comm;
   }
 }

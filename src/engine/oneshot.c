@@ -150,7 +150,11 @@ ringoResult_t ringo_oneshot_bracket(const struct ringo_op* op, uint64_t b, ringo
   RINGO_CHECK(ringo_board_claim(comm, b, op, NULL, &since));
   const struct ringo_fingerprint fp = ringo_op_fingerprint(op);
   ringo_board_post(comm, b, &fp);
-  RINGO_CHECK(run(op));
+  comm->board_op = op; /* the ring links' waits compare it with the peers' posts */
+  comm->board_op_b = b;
+  const ringoResult_t res = run(op);
+  comm->board_op = NULL;
+  RINGO_CHECK(res);
   ringo_board_done(comm, b);
   return ringoSuccess;
 }
