@@ -16,6 +16,7 @@
 
 #include "collective_cases.h"
 #include "harness.h"
+#include "ring_order.h"
 #include "ringo.h"
 
 using ringo_cases::Case;
@@ -34,35 +35,8 @@ double now_s() {
 }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Inexact inputs: floats of several magnitudes, so adding them in another order changes the low
-// bits (the test below fails if the one-shot adds in any order but the ring's); small integers.
-class RandomPattern {
- public:
-  static constexpr size_t kElems = 4096;
-  RandomPattern(ringoDataType_t t, int n) : t_(t), size_(ringo_cases::TypeSize(t)), in_(size_t(n) * kElems * size_) {
-    uint64_t x = 0x9e3779b97f4a7c15ull ^ (uint64_t(t) << 32) ^ uint64_t(n);
-    for (size_t k = 0; k < size_t(n) * kElems; k++) {
-      x = x * 6364136223846793005ull + 1442695040888963407ull;
-      const uint32_t bits = uint32_t(x >> 33);
-      double v;
-      if (ringo_cases::IsFloat(t)) {
-        const double mant = 1.0 + double(bits & 0xffff) / 65536.0;
-        v = std::ldexp(mant, int((bits >> 16) % 9) - 4) * ((bits >> 25) & 1 ? -1 : 1);
-      } else {
-        v = double(bits % 101) - (ringo_cases::IsUnsigned(t) ? 0 : 50);
-      }
-      ringo_cases::Encode(v, t, &in_[k * size_]);
-    }
-  }
-  const unsigned char* In(int r, size_t i) const { return &in_[(size_t(r) * kElems + i % kElems) * size_]; }
-  ringoDataType_t type() const { return t_; }
-  size_t size() const { return size_; }
-
- private:
-  ringoDataType_t t_;
-  size_t size_;
-  std::vector<unsigned char> in_;
-};
+// Inexact inputs (ring_order.h): the test below fails if the one-shot adds in any order but the ring's.
+using RandomPattern = ringo_order::InexactPattern;
 
 std::vector<Case> AllCases(int n) { return ringo_cases::EveryCase(n, {1, size_t(n + 1), size_t(37 * n + 3)}); }
 
