@@ -21,13 +21,19 @@ CONFIGS=${PEERS_CONFIGS:-"ringo:default ringo:unbound ompi:tuned-1 ompi:tuned-2 
   impi:adjust-2 impi:adjust-8 impi:adjust-10 impi:adjust-11 impi:adjust-12 ccl:default ccl:ring
   ccl:rabenseifner ccl:nreduce ccl:double_tree ccl:recursive_doubling"}
 
+for n in 2 4 8 16; do
+  v=PEERS_CONFIGS_N$n
+  [ -z "${!v:-}" ] || declare "CONFIGS_N$n=${!v}"
+done
+
 usage() {
   cat <<EOF
 usage: bench/peers/bench-peers.sh [--quick] [--install-only] [--np "2 4 8"] [--passes P] [-b MIN] [-e MAX]
                                   [-f FACTOR] [--configs "lib:cfg ..."] [--table-only]
   --quick         N = 2, 4 KiB .. 1 MiB x16, one pass, 5 iterations: a smoke test of every configuration
   --table-only    print the table from the rows already in $OUT/rows.tsv
-  PEERS_CONFIGS   the configurations (default: every one listed at the top of this script)
+  PEERS_CONFIGS   the configurations (default: every one listed at the top of this script);
+                  PEERS_CONFIGS_N4, PEERS_CONFIGS_N8: the list at that N instead
 EOF
 }
 
@@ -204,7 +210,10 @@ mkdir -p "$OUT/logs"
 say "sizes $MINB .. $MAXB x$FACTOR, N = $NS, $PASSES pass(es), configurations: $(echo $CONFIGS | wc -w); load $(cat /proc/loadavg)"
 for pass in $(seq 1 "$PASSES"); do
   for n in $NS; do
-    for c in $CONFIGS; do
+    # PEERS_CONFIGS_N8 (and so on) replaces the list at that N: N = 8 on 2 cores is slow to run.
+    cfgs=CONFIGS_N$n
+    cfgs=${!cfgs:-$CONFIGS}
+    for c in $cfgs; do
       say "pass $pass N=$n $c"
       run_config "$c" "$n" "$pass"
     done
