@@ -429,3 +429,14 @@ $(FUZZ_BUILD)/bin/%: test/fuzz/%.cc test/fuzz/fuzz.h $(FUZZ_BUILD)/lib/libringo.
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_CPPFLAGS) -std=c++17 -O1 -g $(WARN) -pthread -fsanitize=fuzzer $(FUZZ_SAN) $< -o $@ $(FUZZ_BUILD)/lib/libringo.a $(LDLIBS)
 # ==== end of reliability block ====================================================================
+
+# ---- peers (begin) ---- owned by the peers work (bench/peers/, docs/peers.md; issue #25).
+# ringo beside Intel MPI, oneCCL (both from PyPI, under $(BUILD)/peers/), MPICH and Open MPI's coll/tuned
+# algorithms, interleaved run by run; installs what is missing. QUICK=1: the smoke run (N = 2, 3 sizes).
+# PEERS_ARGS passes more flags (bench/peers/bench-peers.sh --help). plot-peers draws its table.
+.PHONY: bench-peers plot-peers
+bench-peers:
+	BUILD=$(BUILD) bench/peers/bench-peers.sh $(if $(QUICK),--quick) $(PEERS_ARGS)
+plot-peers:
+	BUILD=$(BUILD) bench/peers/plot_peers.sh
+# ---- peers (end) ----
