@@ -125,7 +125,7 @@ gpu-check:
 .PHONY: cuda-detect build-config-check gpu-check
 # ---- CUDA (end) ----
 
-.PHONY: all lib tests tools test check test-stages bench install detect clean deps deps-check plot
+.PHONY: all lib tests tools test check test-stages bench install detect clean deps deps-check plot chaos
 all: detect lib tools nccl
 
 detect:
@@ -170,6 +170,15 @@ $(BUILD)/obj/bench/bench_gloo.o: bench/bench_gloo.cc bench/bench_gloo.h include/
 	$(CXX) $(CXXFLAGS) -Iinclude -c $< -o $@
 endif
 
+# The chaos test (test/chaos/): ranks killed or stopped at random instants; make chaos, in make check.
+CHAOS_BIN := $(BUILD)/bin/ringo-chaos
+CHAOS_RUNS ?= 48
+$(CHAOS_BIN): test/chaos/ringo_chaos.c $(BUILD)/lib/libringo.a include/ringo.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -D_GNU_SOURCE -Iinclude $< -o $@ $(BUILD)/lib/libringo.a $(LDLIBS)
+chaos: $(CHAOS_BIN)
+	$(CHAOS_BIN) --runs $(CHAOS_RUNS) $(if $(CHAOS_SEED),--seed $(CHAOS_SEED))
+
 $(BUILD)/bin/ddp_train: include/ringo_ddp.h
 $(BUILD)/test-obj/test_ddp.o: bench/mlp.h include/ringo_ddp.h
 $(BUILD)/test/test_bench: $(BUILD)/bin/ringo-bench
@@ -184,7 +193,7 @@ $(BUILD)/bin/ringo-trace $(BUILD)/bin/ringo-model: $(wildcard src/sched/*.h)
 # Tests link the static library so they can also reach internal functions (src/<layer>/*.h).
 # A suite is compiled (into $(BUILD)/test-obj/) apart from its link, so the compiles need no
 # library and run beside the library's own (nvcc's cuda/*.cu, the build's longest jobs).
-tests: $(TEST_BIN) $(MPI_TEST_BIN)
+tests: $(TEST_BIN) $(MPI_TEST_BIN) $(CHAOS_BIN)
 .PRECIOUS: $(BUILD)/test-obj/%.o $(BUILD)/test-obj/mpi/%.o $(BUILD)/support/%.o
 $(BUILD)/test-obj/%.o: test/%.cc $(wildcard test/*.h) $(LIB_HDR) $(BUILD)/build.config
 	@mkdir -p $(dir $@)

@@ -9,7 +9,8 @@
 # hosts). RINGO_TEST_LAUNCH (a command prefix,
 # e.g. "valgrind --error-exitcode=1") wraps every non-MPI binary. RINGO_TEST_TIMEOUT bounds each
 # binary (default 900 s). With RINGO_TALLY=FILE the counts are appended to FILE as "P F S" and the
-# closing line names RINGO_STAGE instead, so .ci/test_all.sh can print the one total for many stages.
+# closing line names RINGO_STAGE instead, so .ci/test_all.sh can print the one total for many stages;
+# with RINGO_FAILED_LIST=FILE each failed test's name is appended there as "stage: binary: test".
 set -u
 ci_dir=$(cd "$(dirname "$0")" && pwd)
 # Sanitizer run-time defaults (a caller's own settings win); harmless for other builds. Every
@@ -47,6 +48,12 @@ for arg in "$@"; do
     # A sanitizer that finds an error after the last test (a leak at exit, say) lands here too.
     echo "run_tests: $bin exited with status $rc without reporting a failed test; counting it as one failure"
     f=1
+    [ -n "${RINGO_FAILED_LIST:-}" ] && echo "${RINGO_STAGE:-tests}: ${bin##*/}: exit status $rc" >> "$RINGO_FAILED_LIST"
+  fi
+  # The failed tests by name, for the list .ci/test_all.sh prints just above its closing line.
+  if [ -n "${RINGO_FAILED_LIST:-}" ]; then
+    sed -n 's/^\[  FAILED  \] \([A-Za-z_][^ ]*\).*/\1/p' "$log" | sort -u |
+      sed "s|^|${RINGO_STAGE:-tests}: ${bin##*/}: |" >> "$RINGO_FAILED_LIST"
   fi
   echo "=== $bin: $((SECONDS - start)) s, $p passed, $f failed, $s skipped"
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))

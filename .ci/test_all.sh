@@ -14,8 +14,9 @@ mode=$1
 shift
 tally=$(mktemp)
 stage_log=$(mktemp)
-trap 'rm -f "$tally" "$stage_log"' EXIT
-export RINGO_TALLY=$tally
+failed_list=$(mktemp)
+trap 'rm -f "$tally" "$stage_log" "$failed_list"' EXIT
+export RINGO_TALLY=$tally RINGO_FAILED_LIST=$failed_list
 MAKE=${MAKE:-make}
 timing=()
 total_start=$SECONDS
@@ -43,6 +44,7 @@ stage() {
   if [ "$rc" -ne 0 ] && [ "$before_failed" -eq 0 ]; then
     echo "test_all: stage '$name' failed (exit status $rc) without reporting a failed test; counting it as one failure"
     echo "0 1 0" >> "$tally"
+    echo "$name: exit status $rc" >> "$failed_list"
   fi
   local took=$((SECONDS - start))
   echo "=== stage $name: $took s; slowest tests:"
@@ -50,19 +52,20 @@ stage() {
   timing+=("$(printf '%-34s %4d s' "$name" "$took")")
 }
 
-# external SCRIPT: a stage another part of the project owns, run with bash (executable or not).
-# Its last line matching "N passed, M failed, K skipped" is its count (none: one failure).
+# external COMMAND...: a stage that counts its own tests (a script another part of the project owns,
+# the chaos test). Its last line matching "N passed, M failed, K skipped" is its count (none: one
+# failure).
 external() {
-  local script=$1 own_log counts
+  local own_log counts
   own_log=$(mktemp)
-  RINGO_TALLY="" bash "$script" 2>&1 | tee "$own_log"
+  RINGO_TALLY="" "$@" 2>&1 | tee "$own_log"
   local rc=${PIPESTATUS[0]}
   counts=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\1 \2 \3/p' "$own_log" | tail -n1)
   rm -f "$own_log"
   if [ -n "$counts" ]; then
     echo "$counts" >> "$tally"
   elif [ "$rc" -eq 0 ]; then
-    echo "test_all: $script printed no closing 'N passed, M failed, K skipped' line; counting one failure"
+    echo "test_all: $* printed no closing 'N passed, M failed, K skipped' line; counting one failure"
     echo "0 1 0" >> "$tally"
   fi
   return "$rc"
@@ -83,10 +86,12 @@ else
     stage "thread sanitizer" "$MAKE" --no-print-directory test-tsan
     stage "valgrind" "$MAKE" --no-print-directory test-valgrind
     stage "fuzzers" "$MAKE" --no-print-directory fuzz
+    # Ranks SIGKILLed or SIGSTOPped at random instants (test/chaos/ringo_chaos.c; prints its seed).
+    stage "chaos" external "$MAKE" --no-print-directory chaos
     # The hook for the suites other parts of the project add (Python bindings, PyTorch backend):
     # their own script, whose closing line this stage counts.
     if [ -e .ci/python_tests.sh ]; then
-      stage "python" external .ci/python_tests.sh
+      stage "python" external bash .ci/python_tests.sh
     else
       echo "test_all: no .ci/python_tests.sh: no Python stage"
     fi
@@ -96,6 +101,11 @@ fi
 echo "=== time per stage ($mode; builds included; the normal build ran before these)"
 printf '  %s\n' "${timing[@]}"
 echo "  total after the normal build        $((SECONDS - total_start)) s"
+# What failed, by name, where the last lines of a long log show it (CI keeps only its tail).
+if [ -s "$failed_list" ]; then
+  echo "=== failed:"
+  sed 's/^/  /' "$failed_list"
+fi
 read -r passed failed skipped < <(awk '{p += $1; f += $2; s += $3} END {print p + 0, f + 0, s + 0}' "$tally")
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ "$failed" -eq 0 ]

@@ -111,12 +111,13 @@ ringoResult_t ringoCommDestroy(ringoComm_t comm) {
 
 ringoResult_t ringoCommAbort(ringoComm_t comm) {
   if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommAbort: comm is NULL");
-  atomic_store(&comm->abort_flag, 1);
   /* Before anything is freed: the peers stuck in a collective on this rank learn it from the
-   * poisoned links at once, while this process still lives (NCCL's abort contract). */
+   * poisoned links at once, while this process still lives (NCCL's abort contract). Poisoned before
+   * the flag is raised, so this reason, not the one a call of ours the flag ends, is what they read. */
   ringo_fail(ringoRemoteError, "rank %d (pid %d) aborted its communicator (ringoCommAbort)", comm->rank, (int)getpid());
   ringo_comm_fail(comm, ringoRemoteError);
   ringo_thread_clear_error(); /* the abort itself succeeds */
+  atomic_store(&comm->abort_flag, 1);
   ringo_device_abort(comm);
   /* A collective in another thread notices the flag within one sleep of its wait loop; it must
    * leave before the memory it uses goes away. */

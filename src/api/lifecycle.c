@@ -56,13 +56,15 @@ static ringoResult_t tcp_barrier(void* bs) { return ringo_bootstrap_barrier(bs);
 ringoResult_t ringo_lifecycle_init_tcp(ringoComm_t comm, const ringoUniqueId* id) {
   struct ringo_bootstrap* bs = NULL;
   ringoResult_t res = ringo_bootstrap_init(id, comm->nranks, comm->rank, comm->env.timeout_s, &bs);
+  if (res == ringoSuccess) {
+    const struct ringo_rendezvous rv = {bs, tcp_allgather, tcp_barrier};
+    res = comm_init(comm, &rv);
+    ringo_bootstrap_close(bs);
+  }
   if (res != ringoSuccess) {
     ringo_comm_set_error(comm, res);
-    return res;
+    ringo_bootstrap_let_root_speak(1.0); /* the caller may exit at once, and a root here with it */
   }
-  const struct ringo_rendezvous rv = {bs, tcp_allgather, tcp_barrier};
-  res = comm_init(comm, &rv);
-  ringo_bootstrap_close(bs);
   return res;
 }
 

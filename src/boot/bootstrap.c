@@ -280,8 +280,8 @@ static ringoResult_t recv_all(const struct ringo_bootstrap* bs, void* buf, size_
     const ssize_t n = recv(bs->fd, p, len, MSG_DONTWAIT);
     if (n > 0) p += n, len -= (size_t)n;
     else if (n == 0)
-      return ringo_fail(ringoRemoteError, "rank %d: the bootstrap root at %s closed the connection during %s", bs->rank,
-                        bs->root, what);
+      return ringo_fail(ringoRemoteError, "rank %d: the bootstrap root at %s closed the connection during %s: the "
+                        "process that called ringoGetUniqueId exited or failed", bs->rank, bs->root, what);
     else if (errno == EAGAIN || errno == EWOULDBLOCK) RINGO_CHECK(wait_fd(bs, POLLIN, deadline, what));
     else if (errno != EINTR)
       return ringo_fail(net_code(errno), "rank %d: connection to the bootstrap root at %s failed during %s: %s",
@@ -438,7 +438,8 @@ static ringoResult_t run_round(struct ringo_bootstrap* bs, const void* mine, siz
   put32(head + HDR, bs->round);
   RINGO_CHECK(send_all(bs, head, sizeof head, deadline, what));
   if (bytes) RINGO_CHECK(send_all(bs, mine, bytes, deadline, what));
-  RINGO_CHECK(read_header(bs, RINGO_BOOT_RESULT, 4 + (uint64_t)total, deadline, what));
+  /* The root times the round out itself, naming the ranks that did not come: wait a little longer. */
+  RINGO_CHECK(read_header(bs, RINGO_BOOT_RESULT, 4 + (uint64_t)total, deadline + JOIN_GRACE_S, what));
   RINGO_CHECK(recv_all(bs, round, sizeof round, deadline, what));
   if (get32(round) != bs->round)
     return ringo_fail(ringoRemoteError, "rank %d: the bootstrap root answered round %u during %s", bs->rank,

@@ -35,6 +35,9 @@ void ringo_bootstrap_close(struct ringo_bootstrap* bs);
 /* Root threads of this process that have not yet ended: counted from before ringo_bootstrap_root_start
  * returns until the thread has freed everything, so a test that has just made an id never reads 0. */
 int ringo_bootstrap_roots_alive(void);
+/* After a failed init: gives a root thread in this process (at most max_s) to see the failure and
+ * tell the other ranks why, before the caller returns and perhaps exits. No root here: returns. */
+void ringo_bootstrap_let_root_speak(double max_s);
 
 /* ---- The unique id and the wire protocol, exposed for tests and fuzzers ----
  *

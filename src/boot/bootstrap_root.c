@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "boot/bootstrap_wire.h"
@@ -31,9 +32,28 @@
 
 /* ---------------------------------------------------------------- the root thread */
 
-static atomic_int roots_alive; /* see ringo_bootstrap_roots_alive */
+static atomic_int roots_alive;   /* see ringo_bootstrap_roots_alive */
+static atomic_int roots_telling;  /* roots of this process with an ERROR not yet sent to every rank */
+static atomic_uint root_wakeups;  /* loops of every root thread of this process, for ringo_bootstrap_let_root_speak */
+static atomic_int roots_aborted;  /* roots of this process that ended a rendezvous early */
+static atomic_int roots_unsettled; /* of those, roots still telling ranks on their way in (join) */
+static atomic_int roots_pid;      /* the process the counts above belong to (a fork inherits them, not the threads) */
 
 int ringo_bootstrap_roots_alive(void) { return atomic_load(&roots_alive); }
+
+/* A rank whose init failed may be about to exit, and the root thread in its process with it, before
+ * that root has told the other ranks why: their errors would then say only "closed the connection".
+ * Wait (at most max_s) until the root has seen what this rank's failure closed and has sent its
+ * ERROR frames. */
+void ringo_bootstrap_let_root_speak(double max_s) {
+  if (atomic_load(&roots_alive) == 0 || atomic_load(&roots_pid) != (int)getpid()) return;
+  const unsigned start = atomic_load(&root_wakeups);
+  const double deadline = ringo_now() + max_s;
+  /* Told already (the failure came from the root), or the root has looked since this rank's close. */
+  while (ringo_now() < deadline && (atomic_load(&roots_telling) > 0 || atomic_load(&roots_unsettled) > 0 ||
+                                    (atomic_load(&roots_aborted) == 0 && atomic_load(&root_wakeups) - start < 2)))
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
 
 enum { CONN_PENDING, CONN_JOINED, CONN_CLOSING, CONN_DEAD };
 enum { READ_MORE, READ_FRAME, READ_LOST, READ_HANDLED };
@@ -67,6 +87,10 @@ struct root {
   size_t nconns, cap, round_bytes;
   uint32_t nranks, joined, left, ready, round;
   int all_joined, finished, first_left, first_ready;
+  int aborted, telling;         /* the rendezvous ended early; ERROR frames still queued */
+  ringoResult_t abort_code;
+  char abort_text[RINGO_BOOTSTRAP_MAX_ERROR];
+  double round_deadline;        /* RINGO_TIMEOUT after the first rank of the round arrived */
   struct conn** by_rank; /* admitted and not yet gone */
   uint8_t* seen;         /* ranks ever admitted, so a rank cannot join twice */
 };
@@ -115,6 +139,7 @@ static void __attribute__((format(printf, 3, 4))) refuse(struct root* rt, struct
 
 /* The rendezvous is over: nobody new is let in and unauthenticated peers are dropped. */
 static void finish(struct root* rt) {
+  if (rt->aborted && !rt->finished) atomic_fetch_sub(&roots_unsettled, 1);
   rt->finished = 1;
   if (rt->listen_fd >= 0) shutdown(rt->listen_fd, SHUT_RDWR), close(rt->listen_fd);
   rt->listen_fd = -1;
@@ -122,12 +147,23 @@ static void finish(struct root* rt) {
     if (rt->conns[i]->state == CONN_PENDING) kill_conn(rt, rt->conns[i]);
 }
 
-/* Ends the rendezvous for every rank with the same reason. */
+static void start_telling(struct root* rt) {
+  if (!rt->telling) rt->telling = 1, atomic_fetch_add(&roots_telling, 1);
+}
+
+/* Ends the rendezvous for every rank with the same reason. During the join, ranks still on their
+ * way are told it too when they arrive, until every rank has been or the join deadline passes. */
 static void __attribute__((format(printf, 3, 4))) root_abort(struct root* rt, ringoResult_t code, const char* fmt, ...) {
-  if (rt->finished) return;
-  char text[RINGO_BOOTSTRAP_MAX_ERROR] = "ended the rendezvous: ";
+  if (rt->finished || rt->aborted) return;
+  char* text = rt->abort_text;
+  snprintf(text, sizeof rt->abort_text, "ended the rendezvous: ");
   const size_t n = strlen(text);
-  FORMAT_ARGS(text + n, sizeof text - n, fmt);
+  FORMAT_ARGS(text + n, sizeof rt->abort_text - n, fmt);
+  rt->aborted = 1;
+  atomic_fetch_add(&roots_aborted, 1);
+  atomic_fetch_add(&roots_unsettled, 1);
+  rt->abort_code = code;
+  start_telling(rt);
   RINGO_INFO(RINGO_LOG_BOOT, "bootstrap root %s %s", rt->name, text);
   for (size_t i = 0; i < rt->nconns; i++) {
     struct conn* c = rt->conns[i];
@@ -135,7 +171,15 @@ static void __attribute__((format(printf, 3, 4))) root_abort(struct root* rt, ri
     if (c->state == CONN_JOINED && c->out && c->out_off) kill_conn(rt, c);
     else if (c->state == CONN_JOINED) send_error_and_close(c, code, text);
   }
-  finish(rt);
+  if (rt->all_joined || !rt->nranks) finish(rt);
+}
+
+/* After an abort during the join: every rank has been told, or will not come. */
+static int join_settled(const struct root* rt) {
+  if (ringo_now() >= rt->join_deadline) return 1;
+  for (uint32_t r = 0; r < rt->nranks; r++)
+    if (!rt->seen[r]) return 0;
+  return 1;
 }
 
 static void conn_lost(struct root* rt, struct conn* c) {
@@ -175,7 +219,12 @@ static void hello_in(struct root* rt, struct conn* c) {
     rt->nranks = hello.nranks;
     rt->join_deadline = ringo_now() + rt->timeout_s;
   }
-  if (hello.nranks != rt->nranks)
+  if (rt->aborted) {
+    if (hello.rank < rt->nranks) rt->seen[hello.rank] = 1;
+    send_error_and_close(c, rt->abort_code, rt->abort_text);
+    start_telling(rt);
+    if (join_settled(rt)) finish(rt);
+  } else if (hello.nranks != rt->nranks)
     refuse(rt, c, "refused rank %u: nranks %u disagrees with nranks %u of the ranks that joined first", hello.rank,
            hello.nranks, rt->nranks);
   else if (rt->seen[hello.rank])
@@ -218,7 +267,7 @@ static void round_in(struct root* rt, struct conn* c) {
   c->body = NULL;
   if (rt->all_joined && !rt->left && round == rt->round && !again && (!rt->ready || bytes == rt->round_bytes)) {
     c->round_body = body;
-    if (rt->ready++ == 0) rt->first_ready = c->rank;
+    if (rt->ready++ == 0) rt->first_ready = c->rank, rt->round_deadline = ringo_now() + rt->timeout_s;
     rt->round_bytes = bytes;
     if (rt->ready == rt->nranks) complete_round(rt);
     return;
@@ -370,6 +419,18 @@ static void join_timeout(struct root* rt) {
              rt->nranks, rt->timeout_s, missing, used >= sizeof missing - 16 ? " ..." : "");
 }
 
+/* A round that not every rank reached in RINGO_TIMEOUT: the root names who is missing (each rank on
+ * its own could only say that it waited). */
+static void round_timeout(struct root* rt) {
+  char missing[160] = "";
+  size_t used = 0;
+  for (uint32_t r = 0; r < rt->nranks && used < sizeof missing - 16; r++)
+    if (rt->by_rank[r] && !rt->by_rank[r]->round_body)
+      used += (size_t)snprintf(missing + used, sizeof missing - used, "%srank %u", used ? ", " : "", r);
+  root_abort(rt, ringoTimeout, "allgather round %u: %s%s did not arrive within RINGO_TIMEOUT=%gs (%u of %u ranks did)",
+             rt->round, missing, used >= sizeof missing - 16 ? " ..." : "", rt->timeout_s, rt->ready, rt->nranks);
+}
+
 /* Drops peers past their deadline; returns the poll timeout (ms) until the next deadline. */
 static int expire(struct root* rt) {
   const double now = ringo_now();
@@ -381,8 +442,13 @@ static int expire(struct root* rt) {
     else if (c->deadline < next) next = c->deadline;
   }
   if (rt->nranks && !rt->all_joined && !rt->finished) {
-    if (now >= rt->join_deadline) join_timeout(rt);
+    if (rt->aborted && now >= rt->join_deadline) finish(rt);
+    else if (now >= rt->join_deadline) join_timeout(rt);
     else if (rt->join_deadline < next) next = rt->join_deadline;
+  }
+  if (rt->all_joined && !rt->finished && rt->ready) {
+    if (now >= rt->round_deadline) round_timeout(rt);
+    else if (rt->round_deadline < next) next = rt->round_deadline;
   }
   if (rt->listen_paused_until > now && rt->listen_paused_until < next) next = rt->listen_paused_until;
   return (int)((next - now) * 1000.0) + 1;
@@ -402,6 +468,15 @@ static void reap(struct root* rt) {
     }
   }
   rt->nconns = j;
+}
+
+/* The ERROR frames of an abort are all out (or their ranks gone). */
+static void note_told(struct root* rt) {
+  if (!rt->telling) return;
+  for (size_t i = 0; i < rt->nconns; i++)
+    if (rt->conns[i]->state == CONN_CLOSING && rt->conns[i]->out) return;
+  rt->telling = 0;
+  atomic_fetch_sub(&roots_telling, 1);
 }
 
 static void* root_main(void* arg) {
@@ -429,7 +504,11 @@ static void* root_main(void* arg) {
     /* Connections accepted now land after index n, so the indices below stay valid. */
     if (pfd[0].revents && rt->listen_fd >= 0) accept_new(rt);
     for (size_t i = 0; i < n; i++) service(rt, rt->conns[i], pfd[i + 1].revents);
+    note_told(rt);
+    atomic_fetch_add(&root_wakeups, 1);
   }
+  if (rt->telling) atomic_fetch_sub(&roots_telling, 1);
+  if (!rt->finished) finish(rt); /* the loop gave up: what it tracked is over too */
   for (size_t i = 0; i < rt->nconns; i++) kill_conn(rt, rt->conns[i]);
   reap(rt);
   if (rt->listen_fd >= 0) close(rt->listen_fd);
@@ -449,6 +528,7 @@ static ringoResult_t start_thread(struct root* rt) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   atomic_fetch_add(&roots_alive, 1); /* before the thread runs, so its decrement can never come first */
+  atomic_store(&roots_pid, (int)getpid());
   const int rc = pthread_create(&tid, NULL, root_main, rt);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {

@@ -340,6 +340,12 @@ void ringo_board_done(ringoComm_t comm, uint64_t b) {
   bell_ring(bd->hdr);
 }
 
+ringoResult_t ringo_board_poisoned(const ringoComm_t comm) {
+  const struct ringo_board* bd = comm->board;
+  if (!bd || !bd->base || atomic_load_explicit(&bd->hdr->poisoned, memory_order_acquire) != 1) return ringoSuccess;
+  return board_poison_error(bd->hdr);
+}
+
 void ringo_board_poison(ringoComm_t comm, ringoResult_t code, const char* msg) {
   struct ringo_board* bd = comm->board;
   if (!bd || !bd->base) return;

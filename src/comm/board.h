@@ -45,5 +45,8 @@ ringoResult_t ringo_board_check_peers(ringoComm_t comm);
 void ringo_board_done(ringoComm_t comm, uint64_t b);
 /* Stops every rank waiting on the board with this error (ringo_comm_fail). Never blocks. */
 void ringo_board_poison(ringoComm_t comm, ringoResult_t code, const char* msg);
+/* The error a rank of this host poisoned the board with (a failed collective, an abort), recorded
+ * as this thread's last error; ringoSuccess if none. */
+ringoResult_t ringo_board_poisoned(const ringoComm_t comm);
 
 #endif /* RINGO_BOARD_H_ */

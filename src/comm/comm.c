@@ -14,6 +14,7 @@
 #include "comm/mailbox.h"
 #include "comm/links.h"
 #include "boot/bootstrap.h"
+#include "transport/segment.h"
 
 ringoResult_t ringo_comm_record(ringoComm_t comm, ringoResult_t res) {
   if (res == ringoSuccess || !comm) return res;
@@ -253,9 +254,12 @@ static void conn_close(struct ringo_conn* c, void* unused) {
 
 void ringo_comm_free(ringoComm_t comm) {
   if (!comm) return;
+  const int failed = atomic_load(&comm->error) != ringoSuccess || !comm->ready;
   each_coll_link(comm, conn_close, NULL);
   ringo_mailbox_free(comm);
   ringo_board_free(comm);
+  /* A peer that was killed may have left a segment only it knew the name of. */
+  if (failed && comm->nranks > 1) ringo_segment_sweep_stale();
   free(comm->star_to);
   free(comm->star_from);
   free(comm->gather_to);
@@ -385,6 +389,7 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
   comm->pos_of = calloc((size_t)comm->nranks, sizeof(int));
   if (!comm->info || !comm->ring || !comm->pos_of)
     return ringo_fail(ringoSystemError, "out of memory creating a communicator of %d ranks", comm->nranks);
+  if (comm->nranks > 1) ringo_segment_sweep_stale(); /* what killed jobs of this user left */
   RINGO_CHECK(rv->allgather(rv->ctx, &mine, sizeof mine, comm->info));
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);

@@ -3,6 +3,7 @@
  * Used by the point-to-point engine (engine/p2p.c); tested by test/test_p2p.cc. */
 #include "comm/mailbox.h"
 
+#include "comm/board.h"
 #include "comm/links.h"
 #include "core/wait.h"
 #include "transport/segment.h"
@@ -65,6 +66,16 @@ ringoResult_t ringo_mailbox_setup(ringoComm_t comm, const struct ringo_rendezvou
   if (res == ringoSuccess && leader != comm->rank && nlocal > 1) {
     names[(size_t)leader * sizeof mine + sizeof mine - 1] = '\0';
     res = ringo_segment_attach(names + (size_t)leader * sizeof mine, comm->mailbox_bytes, &comm->mailbox);
+    if (res != ringoSuccess) {
+      /* Gone: its maker failed, most likely on another rank's failure, which the rendezvous names. */
+      char why[RINGO_ERROR_BYTES];
+      snprintf(why, sizeof why, "%s", ringo_thread_last_error());
+      const ringoResult_t heard = rv->barrier(rv->ctx);
+      if (heard == ringoSuccess) ringo_fail(res, "rank %d: the point-to-point mailbox that rank %d made: %s", comm->rank, leader, why);
+      else res = heard;
+      free(names);
+      return res;
+    }
   }
   if (res == ringoSuccess) res = rv->barrier(rv->ctx);
   if (mine[0]) shm_unlink(mine); /* mapped by every rank of the host now, or never will be */
@@ -141,6 +152,8 @@ ringoResult_t ringo_mailbox_try_open_recv(ringoComm_t comm, int peer, double* ne
     const double now = ringo_now();
     if (now < *next_alive) return ringoSuccess;
     *next_alive = now + MAILBOX_LIVENESS_S;
+    /* A rank of this host whose communicator failed (a peer was killed, say) will not send: say why. */
+    RINGO_CHECK(ringo_board_poisoned(comm));
     if (!ringo_wait_pid_gone(comm->info[peer].pid)) return ringoSuccess;
     /* A sender posts its link before its send returns, and shm keeps the link's segment for a
      * receiver that attaches after the sender left: so a sender that posted between the two loads

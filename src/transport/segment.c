@@ -3,6 +3,7 @@
  * transports that the shm links, the mailbox and the board all use. Tested by test/test_shm.cc. */
 #include "transport/segment.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -14,6 +15,43 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/wait.h"
+
+/* The inode of this process's pid namespace (0 if /proc cannot say): a name's pid means a process
+ * only to those who share it. */
+static uint64_t pid_namespace(void) {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* A SIGKILL between a segment's creation and the moment its peers have mapped and unlinked it leaves
+ * the name behind; no process of the job can still use it once its creator is gone. Any ringo
+ * process of this user removes such names: made in its own pid namespace by a pid that has exited
+ * (a zombie counts as exited). Names of other namespaces, users or formats are never touched. */
+void ringo_segment_sweep_stale(void) {
+  const uint64_t ns = pid_namespace();
+  if (ns == 0) return;
+  DIR* dir = opendir("/dev/shm");
+  if (!dir) return;
+  const char* prefix = RINGO_SEGMENT_PREFIX + 1; /* the directory entry has no leading '/' */
+  struct dirent* e;
+  while ((e = readdir(dir)) != NULL) {
+    int pid;
+    unsigned long long their_ns;
+    char rnd[17];
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 ||
+        sscanf(e->d_name + strlen(prefix), "%d-%llu-%16[0-9a-f]", &pid, &their_ns, rnd) != 3)
+      continue;
+    struct stat st;
+    if (their_ns != ns || pid <= 0 || pid == (int)getpid() || !ringo_wait_pid_gone(pid) ||
+        fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid())
+      continue;
+    char name[RINGO_SEGMENT_NAME_BYTES + 1];
+    if (snprintf(name, sizeof name, "/%s", e->d_name) >= (int)sizeof name) continue;
+    if (shm_unlink(name) == 0) RINGO_INFO(RINGO_LOG_INIT, "removed %s, left by pid %d that has exited", name, pid);
+  }
+  closedir(dir);
+}
 
 /* Creates a fresh 0600 object of total bytes under an unguessable name (written to name);
  * retries the rare name collision. */
@@ -22,7 +60,8 @@ ringoResult_t ringo_segment_create_named(char name[RINGO_SEGMENT_NAME_BYTES], si
     uint64_t rnd;
     if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
       return ringo_fail(ringoSystemError, "getrandom failed: %s", strerror(errno));
-    snprintf(name, RINGO_SEGMENT_NAME_BYTES, RINGO_SEGMENT_PREFIX "%d-%016llx", (int)getpid(), (unsigned long long)rnd);
+    snprintf(name, RINGO_SEGMENT_NAME_BYTES, RINGO_SEGMENT_PREFIX "%d-%llu-%016llx", (int)getpid(),
+             (unsigned long long)pid_namespace(), (unsigned long long)rnd);
     int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 && errno == EEXIST) continue;
     if (fd < 0) return ringo_fail(ringoSystemError, "shm_open(%s) failed: %s", name, strerror(errno));
@@ -77,9 +116,9 @@ ringoResult_t ringo_segment_attach(const char* name, size_t total, void** base) 
   *base = NULL;
   if (!ringo_segment_valid_name(name)) return ringo_fail(ringoRemoteError, "shm segment name is malformed");
   int fd = shm_open(name, O_RDWR, 0);
-  if (fd < 0)
-    return ringo_fail(errno == ENOENT ? ringoRemoteError : ringoSystemError, "shm_open(%s) failed: %s", name,
-                      strerror(errno));
+  if (fd < 0 && errno == ENOENT)
+    return ringo_fail(ringoRemoteError, "shm segment %s is gone: the process that made it exited or failed", name);
+  if (fd < 0) return ringo_fail(ringoSystemError, "shm_open(%s) failed: %s", name, strerror(errno));
   ringoResult_t res = ringo_segment_check_object(name, fd, total);
   if (res == ringoSuccess) {
     void* p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -12,7 +12,7 @@ extern "C" {
 #endif
 
 #define RINGO_SEGMENT_NAME_BYTES 64
-#define RINGO_SEGMENT_PREFIX "/ringo-" /* then the creator's pid and 16 random hex digits */
+#define RINGO_SEGMENT_PREFIX "/ringo-" /* then the creator's pid, its pid namespace, 16 random hex digits */
 
 /* Creates a fresh 0600 object of total bytes (reserved, so a full /dev/shm fails here) under an
  * unguessable name written to name; *fd_out is open on it. */
@@ -23,6 +23,9 @@ ringoResult_t ringo_segment_create(size_t total, char name[RINGO_SEGMENT_NAME_BY
 ringoResult_t ringo_segment_attach(const char* name, size_t total, void** base);
 /* 1 when name is one ringo_segment_create_named could have made: no path tricks, bounded length. */
 int ringo_segment_valid_name(const char* name);
+/* Removes the names that ringo processes of this user and pid namespace left when they were killed
+ * (their pid has exited); see segment.c. */
+void ringo_segment_sweep_stale(void);
 /* The object on fd must be ours, private and exactly total bytes. */
 ringoResult_t ringo_segment_check_object(const char* name, int fd, size_t total);
 
