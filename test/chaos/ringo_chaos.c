@@ -31,7 +31,7 @@
 #define STOP_SLACK_S 2.0    /* a stopped peer, or one that never joined: RINGO_TIMEOUT plus this */
 
 enum phase { PH_START, PH_INIT, PH_WORK, PH_DESTROY, PH_DONE, PH_COUNT };
-static const char* const phase_name[PH_COUNT] = {"before init", "init", "collectives", "destroy", "after"};
+static const char* const phase_name[PH_COUNT] = {"not joined", "init", "collectives", "destroy", "after"};
 
 struct rank_slot {
   atomic_int phase;
@@ -219,7 +219,7 @@ struct outcome {
 
 /* Every rank's result against what the run's kind promises; 1 on a failure (printed). */
 static int check_ranks(const struct shared* sh, const struct run* run, const int* status, double strike_at,
-                       double timeout_s, const char* label, double* worst) {
+                       double timeout_s, const char* label, double* worst, int* unjoined) {
   char victim_name[32];
   snprintf(victim_name, sizeof victim_name, "rank %d", run->victim);
   const int signal_run = run->kind == K_KILL || run->kind == K_STOP;
@@ -267,6 +267,7 @@ static int check_ranks(const struct shared* sh, const struct run* run, const int
       /* A rank killed before its hello reached the root never joined: nothing can tell it from a
        * slow one, so the join waits out RINGO_TIMEOUT and names it missing. */
       const int never_joined = s->result == ringoTimeout && strstr(s->msg, "missing ranks");
+      *unjoined |= never_joined;
       code_ok = run->kind != K_NONE &&
                 (s->result == ringoRemoteError || (s->result == ringoTimeout && (run->kind == K_STOP || never_joined)));
       bound = run->kind == K_STOP || never_joined ? timeout_s + STOP_SLACK_S : KILL_BOUND_S;
@@ -354,7 +355,9 @@ static struct outcome one_run(const struct run* run, double timeout_s, const cha
     printf("\n");
     out.failed = 1;
   }
-  if (!hung) out.failed |= check_ranks(sh, run, status, strike_at, timeout_s, label, &out.worst_s);
+  int unjoined = 0;
+  if (!hung) out.failed |= check_ranks(sh, run, status, strike_at, timeout_s, label, &out.worst_s, &unjoined);
+  if (unjoined) out.victim_phase = PH_START; /* struck before its hello reached the root */
   for (int r = 0; r < run->n; r++) all_pids[nall_pids < MAX_PIDS ? nall_pids++ : nall_pids - 1] = pids[r];
   /* A rank killed while a name only it (or its dead peer) could still use existed leaves it; any
    * later ringo process proves the name stale (its maker's pid is gone) and removes it. Here that is
@@ -455,8 +458,9 @@ int main(int argc, char** argv) {
   printf("workload length without a strike (ms):");
   for (int n = 2; n <= MAX_RANKS; n++) printf(" N=%d %.0f", n, 1e3 * length[n]);
   printf("\n");
-  printf("time to error, worst over the ranks that must fail (the victim's phase when struck; a mismatch\n"
-         "from the last rank's entry into the odd call, an abort from the call):\n");
+  printf("time to error, worst over the ranks that must fail (the victim's phase when struck, \"not joined\":\n"
+         "before its hello reached the root; a mismatch from the last rank's entry into the odd call, an\n"
+         "abort from the call):\n");
   printf("  %-12s %-12s %6s %10s\n", "what", "phase", "runs", "worst s");
   for (int k = 1; k < K_COUNT; k++)
     for (int p = 0; p < PH_COUNT; p++)
