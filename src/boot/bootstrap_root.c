@@ -182,12 +182,22 @@ static int join_settled(const struct root* rt) {
   return 1;
 }
 
+/* The rank's host as the root saw it connect (its address), for the message that names it. */
+static void peer_name(const struct conn* c, char* out, size_t cap) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (getpeername(c->fd, (struct sockaddr*)&ss, &len) == 0) ringo_bootstrap_addr_name(&ss, out, cap);
+  else snprintf(out, cap, "an unknown address");
+}
+
 static void conn_lost(struct root* rt, struct conn* c) {
   const int rank = c->rank, joined = c->state == CONN_JOINED;
+  char from[80];
+  peer_name(c, from, sizeof from);
   kill_conn(rt, c);
   if (joined)
-    root_abort(rt, ringoRemoteError, "rank %d disconnected without ringo_bootstrap_close%s", rank,
-               rt->all_joined ? "" : " before all ranks joined");
+    root_abort(rt, ringoRemoteError, "rank %d disconnected without ringo_bootstrap_close%s: its process (connected "
+               "from %s) exited or failed", rank, rt->all_joined ? "" : " before all ranks joined", from);
 }
 
 static void admit(struct root* rt, struct conn* c, uint32_t rank) {

@@ -33,7 +33,7 @@ void ringo_segment_sweep_stale(void) {
   if (ns == 0) return;
   DIR* dir = opendir("/dev/shm");
   if (!dir) return;
-  const char* prefix = RINGO_SEGMENT_PREFIX + 1; /* the directory entry has no leading '/' */
+  const char* prefix = &RINGO_SEGMENT_PREFIX[1]; /* the directory entry has no leading '/' */
   struct dirent* e;
   while ((e = readdir(dir)) != NULL) {
     int pid;
