@@ -420,25 +420,36 @@ static void accept_new(struct root* rt) {
   }
 }
 
-static void join_timeout(struct root* rt) {
-  char missing[160] = "";
+/* The ranks a timeout names, comma-separated in out (each as prefix + number, " ..." past the room):
+ * in the join those never admitted, in a round the admitted ones whose part has not come. */
+static void missing_ranks(const struct root* rt, int in_round, const char* prefix, char* out, size_t cap) {
   size_t used = 0;
-  for (uint32_t r = 0; r < rt->nranks && used < sizeof missing - 16; r++)
-    if (!rt->seen[r]) used += (size_t)snprintf(missing + used, sizeof missing - used, "%s%u", used ? ", " : "", r);
-  root_abort(rt, ringoTimeout, "only %u of %u ranks joined within RINGO_TIMEOUT=%gs (missing ranks: %s%s)", rt->joined,
-             rt->nranks, rt->timeout_s, missing, used >= sizeof missing - 16 ? " ..." : "");
+  out[0] = '\0';
+  for (uint32_t r = 0; r < rt->nranks; r++) {
+    const int missing = in_round ? rt->by_rank[r] && !rt->by_rank[r]->round_body : !rt->seen[r];
+    if (!missing) continue;
+    if (used >= cap - 16) {
+      snprintf(out + used, cap - used, " ...");
+      return;
+    }
+    used += (size_t)snprintf(out + used, cap - used, "%s%s%u", used ? ", " : "", prefix, r);
+  }
+}
+
+static void join_timeout(struct root* rt) {
+  char missing[160];
+  missing_ranks(rt, 0, "", missing, sizeof missing);
+  root_abort(rt, ringoTimeout, "only %u of %u ranks joined within RINGO_TIMEOUT=%gs (missing ranks: %s)", rt->joined,
+             rt->nranks, rt->timeout_s, missing);
 }
 
 /* A round that not every rank reached in RINGO_TIMEOUT: the root names who is missing (each rank on
  * its own could only say that it waited). */
 static void round_timeout(struct root* rt) {
-  char missing[160] = "";
-  size_t used = 0;
-  for (uint32_t r = 0; r < rt->nranks && used < sizeof missing - 16; r++)
-    if (rt->by_rank[r] && !rt->by_rank[r]->round_body)
-      used += (size_t)snprintf(missing + used, sizeof missing - used, "%srank %u", used ? ", " : "", r);
-  root_abort(rt, ringoTimeout, "allgather round %u: %s%s did not arrive within RINGO_TIMEOUT=%gs (%u of %u ranks did)",
-             rt->round, missing, used >= sizeof missing - 16 ? " ..." : "", rt->timeout_s, rt->ready, rt->nranks);
+  char missing[160];
+  missing_ranks(rt, 1, "rank ", missing, sizeof missing);
+  root_abort(rt, ringoTimeout, "allgather round %u: %s did not arrive within RINGO_TIMEOUT=%gs (%u of %u ranks did)",
+             rt->round, missing, rt->timeout_s, rt->ready, rt->nranks);
 }
 
 /* Drops peers past their deadline; returns the poll timeout (ms) until the next deadline. */

@@ -295,10 +295,10 @@ static ringoResult_t attach_end(const struct ringo_link_params* p, int is_recv, 
   ringoResult_t res;
   int fd = shm_open(l->name, O_RDWR, 0);
   if (fd < 0) {
+    const int maker = is_recv ? sender_rank(l) : receiver_rank(l); /* the other end made the segment */
     res = errno == ENOENT
-              ? ringo_fail(ringoRemoteError, "shm link %d->%d: the segment %s that rank %d made is gone: rank %d exited or "
-                           "failed", sender_rank(l), receiver_rank(l), l->name, is_recv ? sender_rank(l) : receiver_rank(l),
-                           is_recv ? sender_rank(l) : receiver_rank(l))
+              ? ringo_fail(ringoRemoteError, "shm link %d->%d: the segment %s that rank %d made is gone: that rank "
+                           "exited or failed", sender_rank(l), receiver_rank(l), l->name, maker)
               : ringo_fail(ringoSystemError, "shm link %d->%d: shm_open(%s) failed: %s", sender_rank(l), receiver_rank(l),
                            l->name, strerror(errno));
     goto fail;
