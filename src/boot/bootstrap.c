@@ -352,9 +352,15 @@ static int try_connect(int fd, const struct ringo_bootstrap_id_info* info, doubl
   return err;
 }
 
-/* The root may not be listening yet (its process is still starting): retry refusals until the deadline. */
+/* The root listens before ringoGetUniqueId returns the id, so a refusal that lasts means its listener
+ * is closed: its process exited, or the rendezvous of this id is over. Refusals are retried only this
+ * long (a listener can refuse for a moment when its backlog overflows), unreachable routes until the
+ * deadline (a network coming up). */
+#define REFUSED_GRACE_S 0.25
+
 static ringoResult_t connect_root(struct ringo_bootstrap* bs, const struct ringo_bootstrap_id_info* info,
                                   double deadline) {
+  double refused_since = 0;
   for (double backoff = 0.005;; backoff = backoff * 2 > 0.1 ? 0.1 : backoff * 2) {
     const int fd = socket(info->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
     if (fd < 0) return ringo_fail(ringoSystemError, "rank %d: socket failed: %s", bs->rank, strerror(errno));
@@ -372,6 +378,12 @@ static ringoResult_t connect_root(struct ringo_bootstrap* bs, const struct ringo
         err != EAGAIN && err != EADDRNOTAVAIL)
       return ringo_fail(ringoSystemError, "rank %d cannot connect to the bootstrap root at %s: %s", bs->rank, bs->root,
                         strerror(err));
+    if (err != ECONNREFUSED) refused_since = 0;
+    else if (refused_since == 0) refused_since = now;
+    else if (now - refused_since >= REFUSED_GRACE_S)
+      return ringo_fail(ringoRemoteError, "rank %d: the bootstrap root at %s refuses connections: the process that "
+                        "called ringoGetUniqueId exited or failed, or the rendezvous of this unique id is over",
+                        bs->rank, bs->root);
     if (now >= deadline)
       return ringo_fail(ringoTimeout, "rank %d could not connect to the bootstrap root at %s within %gs (RINGO_TIMEOUT): %s%s",
                         bs->rank, bs->root, bs->timeout_s, strerror(err),

@@ -246,6 +246,9 @@ static ringoResult_t board_check_wait(const ringoComm_t comm, const struct board
   if (end == RINGO_WAIT_TIMED_OUT)
     return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s %s (one-shot board)",
                       comm->rank, comm->env.timeout_s, w->r, w->awaited, what);
+  /* A rank that failed poisons the board before it exits: a poison written after the look above
+   * names the rank that failed first. */
+  if (atomic_load_explicit(&h->poisoned, memory_order_acquire) == 1) return board_poison_error(h);
   return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to %s %s", w->r, pid,
                     comm->rank, w->awaited, what);
 }

@@ -158,9 +158,11 @@ ringoResult_t ringo_mailbox_try_open_recv(ringoComm_t comm, int peer, double* ne
     /* A sender posts its link before its send returns, and shm keeps the link's segment for a
      * receiver that attaches after the sender left: so a sender that posted between the two loads
      * and then exited left its message behind. Only one gone with nothing posted never sent. */
-    if (atomic_load_explicit(&e->posted, memory_order_acquire) == 0)
+    if (atomic_load_explicit(&e->posted, memory_order_acquire) == 0) {
+      RINGO_CHECK(ringo_board_poisoned(comm)); /* it failed after the look above, then exited */
       return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to send", peer,
                         (int)comm->info[peer].pid, comm->rank);
+    }
     *ready = 1;
   }
   memcpy(info, e->info, sizeof info);

@@ -423,9 +423,13 @@ static ringoResult_t shm_check_wait(const struct ringo_link* l, struct ringo_wai
     /* The peer may have moved its counter just before it left, after the caller last looked: that
      * move still counts (the caller looks again, and a dead peer moves it no more). */
     atomic_uint* word = l->is_recv ? &l->hdr->head : &l->hdr->tail;
-    if (pid && peer_ready(l, atomic_load_explicit(word, memory_order_acquire)) == 0)
+    if (pid && peer_ready(l, atomic_load_explicit(word, memory_order_acquire)) == 0) {
+      /* A peer that failed poisons its links before it exits: a poison written after the look
+       * above names the rank that failed first, which "exited" would hide. */
+      RINGO_CHECK(shm_poison_error(l));
       return ringo_fail(ringoRemoteError, "rank %d (pid %d) exited while rank %d waited for it to %s on shm link %d->%d",
                         l->peer_rank, (int)pid, l->self_rank, awaited(l), sender_rank(l), receiver_rank(l));
+    }
   }
   return ringoSuccess;
 }
