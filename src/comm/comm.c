@@ -111,12 +111,20 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
     if (l->from == comm->rank)
       res = l->conn->tp->send_connect(&p, all + (size_t)l->to * block + (size_t)l->slot * RINGO_LINK_INFO_BYTES,
                                       &l->conn->link);
+    if (res == ringoRemoteError) res = ringo_comm_setup_verdict(rv, res); /* blame the first to fail */
   }
   if (res == ringoSuccess) res = rv->barrier(rv->ctx);
   for (int i = 0; res == ringoSuccess && i < nplans; i++) res = plans[i].conn->tp->setup_done(plans[i].conn->link);
   free(mine);
   free(all);
   return res;
+}
+
+ringoResult_t ringo_comm_setup_verdict(const struct ringo_rendezvous* rv, ringoResult_t res) {
+  char why[RINGO_ERROR_BYTES];
+  snprintf(why, sizeof why, "%s", ringo_thread_last_error());
+  const ringoResult_t heard = rv->barrier(rv->ctx);
+  return heard != ringoSuccess ? heard : ringo_fail(res, "%s", why);
 }
 
 /* The ring: a link from the previous position and one to the next. */

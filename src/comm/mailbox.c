@@ -67,14 +67,11 @@ ringoResult_t ringo_mailbox_setup(ringoComm_t comm, const struct ringo_rendezvou
     names[(size_t)leader * sizeof mine + sizeof mine - 1] = '\0';
     res = ringo_segment_attach(names + (size_t)leader * sizeof mine, comm->mailbox_bytes, &comm->mailbox);
     if (res != ringoSuccess) {
-      /* Gone: its maker failed, most likely on another rank's failure, which the rendezvous names. */
-      char why[RINGO_ERROR_BYTES];
+      char why[RINGO_ERROR_BYTES]; /* a copy: ringo_fail writes where the last error is */
       snprintf(why, sizeof why, "%s", ringo_thread_last_error());
-      const ringoResult_t heard = rv->barrier(rv->ctx);
-      if (heard == ringoSuccess) ringo_fail(res, "rank %d: the point-to-point mailbox that rank %d made: %s", comm->rank, leader, why);
-      else res = heard;
+      ringo_fail(res, "rank %d: the point-to-point mailbox that rank %d made: %s", comm->rank, leader, why);
       free(names);
-      return res;
+      return ringo_comm_setup_verdict(rv, res);
     }
   }
   if (res == ringoSuccess) res = rv->barrier(rv->ctx);
