@@ -120,13 +120,6 @@ static ringoResult_t connect_plans(ringoComm_t comm, const struct ringo_rendezvo
   return res;
 }
 
-ringoResult_t ringo_comm_setup_verdict(const struct ringo_rendezvous* rv, ringoResult_t res) {
-  char why[RINGO_ERROR_BYTES];
-  snprintf(why, sizeof why, "%s", ringo_thread_last_error());
-  const ringoResult_t heard = rv->barrier(rv->ctx);
-  return heard != ringoSuccess ? heard : ringo_fail(res, "%s", why);
-}
-
 /* The ring: a link from the previous position and one to the next. */
 ringoResult_t ringo_comm_connect_ring(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   const int next = comm->ring[(comm->pos + 1) % comm->nranks];

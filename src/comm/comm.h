@@ -134,10 +134,6 @@ ringoResult_t ringo_comm_connect_ring(ringoComm_t comm, const struct ringo_rende
 ringoResult_t ringo_comm_connect_star(ringoComm_t comm, const struct ringo_rendezvous* rv);
 ringoResult_t ringo_comm_connect_gather(ringoComm_t comm, const struct ringo_rendezvous* rv);
 ringoResult_t ringo_comm_connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv);
-/* A peer's segment gone during setup (res, this thread's last error): its maker failed, most often
- * on another rank's failure, which the rendezvous names. Joins rv's barrier and returns its verdict
- * when it has one, else res with the last error as it was. */
-ringoResult_t ringo_comm_setup_verdict(const struct ringo_rendezvous* rv, ringoResult_t res);
 /* RINGO_DEBUG=INFO's lines on the ring order, once init is through. */
 void ringo_comm_log_ring(const ringoComm_t comm);
 /* Puts comm in error for good, keeping the first failure's code and message (no poison). */

@@ -1,6 +1,8 @@
-/* links.c — how a link of a communicator is made: which transport joins this rank to a peer, and
- * the parameters every link gets (slots, timeout, abort flag, liveness, interrupt). Used by comm.c
- * at init and by mailbox.c for links made on first use; tested by test/test_api.cc (RINGO_TRANSPORT). */
+/* links.c — how a link of a communicator is made: which transport joins this rank to a peer, the
+ * parameters every link gets (slots, timeout, abort flag, liveness, interrupt), and whom to blame
+ * when a peer's segment is gone during setup. Used by comm.c at init and by mailbox.c for links made
+ * on first use; tested by test/test_api.cc (RINGO_TRANSPORT) and the chaos test. */
+#include <stdio.h>
 #include <string.h>
 
 #include "comm/links.h"
@@ -67,3 +69,9 @@ void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struc
   }
 }
 
+ringoResult_t ringo_comm_setup_verdict(const struct ringo_rendezvous* rv, ringoResult_t res) {
+  char why[RINGO_ERROR_BYTES];
+  snprintf(why, sizeof why, "%s", ringo_thread_last_error());
+  const ringoResult_t heard = rv->barrier(rv->ctx);
+  return heard != ringoSuccess ? heard : ringo_fail(res, "%s", why);
+}
