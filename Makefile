@@ -33,7 +33,8 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard test/test_*.cc)
 # The support files (harness, main) are compiled once, into $(BUILD)/support/, not once per suite:
 # that took a third of the build's CPU time.
-TEST_SUPPORT ?= $(patsubst test/%.cc,$(BUILD)/support/%.o,$(filter-out $(TEST_SRC),$(wildcard test/*.cc)))
+TEST_SUPPORT ?= $(patsubst test/%.cc,$(BUILD)/support/%.o,$(filter-out $(TEST_SRC),$(wildcard test/*.cc))) \
+                $(patsubst test/%.c,$(BUILD)/support/%.o,$(wildcard test/*.c))
 TEST_BIN  := $(TEST_SRC:test/%.cc=$(BUILD)/test/%)
 # MPI suites (test/mpi/) are built with MPI and run under mpirun by .ci/run_tests.sh. The ring and two-level suites
 # (and the staged suite's MpiTurns tests) run twice: with Open MPI's defaults (shared memory between
@@ -369,6 +370,10 @@ SAN_MAKE = $(MAKE) --no-print-directory $(SUBMAKE_J) CUDA=0 BUILD=$(1) SANITIZE=
 $(BUILD)/support/%.o: test/%.cc $(wildcard test/*.h) $(BUILD)/build.config
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+# C support files: those that read the library's internals (their headers are C11).
+$(BUILD)/support/%.o: test/%.c $(wildcard test/*.h) $(LIB_HDR) $(BUILD)/build.config
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=c11 $(OPT) $(WARN) -pthread $(SANFLAGS) -c $< -o $@
 
 # AddressSanitizer + UBSan (leaks included) over every suite, the MPI ones under mpirun too.
 # Run-time options and the Open MPI leak suppressions: .ci/run_tests.sh, .ci/lsan.supp.

@@ -16,6 +16,7 @@
 
 #include "collective_cases.h"
 #include "harness.h"
+#include "result_hashes.h"
 #include "ring_order.h"
 #include "ringo.h"
 
@@ -27,6 +28,7 @@ using ringo_test::RunForked;
 using ringo_test::RunProcesses;
 using ringo_test::Shared;
 using ringo_test::Team;
+using ringo_hashes::HashTable;
 
 namespace {
 
@@ -35,59 +37,23 @@ double now_s() {
 }
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Inexact inputs (ring_order.h): the test below fails if the one-shot adds in any order but the ring's.
-using RandomPattern = ringo_order::InexactPattern;
-
 std::vector<Case> AllCases(int n) { return ringo_cases::EveryCase(n, {1, size_t(n + 1), size_t(37 * n + 3)}); }
 
-uint64_t Fnv(const unsigned char* p, size_t bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < bytes; i++) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-// Bytes of the result rank r holds for c (none: a reduce's other ranks).
-size_t ResultBytes(const Case& c, int n, int r) {
-  const size_t bytes = c.count * ringo_cases::TypeSize(c.type);
-  if (c.coll == Coll::kReduce && r != c.root) return 0;
-  return c.coll == Coll::kAllGather ? bytes * size_t(n) : bytes;
-}
-
-// Runs every case on this rank and stores the hash of each result in row[case]; with oneshot and
-// N > 2, checks that each all-reduce read its N - 1 peers' inputs whole (the ring reads about
+// With N > 2, checks that each all-reduce read its N - 1 peers' inputs whole (the ring reads about
 // 2(N-1)/N of one: the same at N = 2, where AbsentPeerTimesOut shows the one-shot path taken).
-void HashCases(Team& t, uint64_t* row, bool oneshot, const std::vector<Case>& cases) {
-  const int n = t.nranks, r = t.ranks[0];
-  for (size_t i = 0; i < cases.size(); i++) {
-    const Case& c = cases[i];
-    const RandomPattern pat(c.type, n);
-    CaseBufs b;
-    ringo_cases::Prepare(c, pat, n, r, &b);
-    ringoCommStats before{}, after{};
-    ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &before));
-    ASSERT_EQ(ringoSuccess, ringo_cases::Call(c, b, t.comms[0])) << ringo_cases::Label(c) << ": "
-                                                                   << ringoGetLastError(t.comms[0]);
-    ASSERT_EQ(ringoSuccess, ringoCommGetStats(t.comms[0], &after));
-    ASSERT_TRUE(b.GuardsIntact()) << ringo_cases::Label(c);
-    const uint64_t whole = uint64_t(n - 1) * c.count * ringo_cases::TypeSize(c.type);
-    if (oneshot && n > 2 && c.coll == Coll::kAllReduce) {
-      ASSERT_EQ(whole, after.bytesReceived - before.bytesReceived) << ringo_cases::Label(c);
-    }
-    row[i] = Fnv(b.recv, ResultBytes(c, n, r));
+void ReadWhole(int n, const Case& c, const ringoCommStats& grew) {
+  const uint64_t whole = uint64_t(n - 1) * c.count * ringo_cases::TypeSize(c.type);
+  if (n > 2 && c.coll == Coll::kAllReduce) {
+    EXPECT_EQ(whole, grew.bytesReceived) << ringo_cases::Label(c);
   }
+}
+void HashCases(Team& t, uint64_t* row, bool oneshot, const std::vector<Case>& cases) {
+  const int n = t.nranks;
+  ringo_hashes::HashCases(t, row, cases, [&](const Case& c, const ringoCommStats& grew) {
+    if (oneshot) ReadWhole(n, c, grew);
+  });
 }
 void HashEveryCase(Team& t, uint64_t* row, bool oneshot) { HashCases(t, row, oneshot, AllCases(t.nranks)); }
-
-// rows[mode][rank][case] in memory the forked ranks share with the test.
-struct HashTable {
-  size_t cases, bytes;
-  uint64_t* mem;
-  HashTable(int n, size_t ncases) : cases(ncases), bytes(2 * size_t(n) * ncases * sizeof(uint64_t)) {
-    mem = static_cast<uint64_t*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  }
-  ~HashTable() { munmap(mem, bytes); }
-  uint64_t* Row(int mode, int n, int r) { return mem + (size_t(mode) * size_t(n) + size_t(r)) * cases; }
-};
 
 Options WithEnv(std::vector<std::pair<std::string, std::string>> env) {
   Options o;
@@ -122,12 +88,7 @@ TEST_P(OneShotBits, EqualTheRingsForEveryCollectiveTypeAndOp) {
   RunForked(n, [&](Team& t) { HashEveryCase(t, table.Row(1, n, t.ranks[0]), true); },
             WithEnv({{"RINGO_ONESHOT_BYTES", "1M"}}));
   if (HasFailure()) return;
-  const std::vector<Case> cases = AllCases(n);
-  int reported = 0;
-  for (int r = 0; r < n; r++)
-    for (size_t i = 0; i < cases.size(); i++)
-      if (table.Row(0, n, r)[i] != table.Row(1, n, r)[i] && ++reported <= 10)
-        ADD_FAILURE() << "rank " << r << ": " << ringo_cases::Label(cases[i]) << ": one-shot bits differ from the ring's";
+  table.ExpectModesEqual(n, AllCases(n), "one-shot");
 }
 INSTANTIATE_TEST_SUITE_P(N, OneShotBits, testing::Values(2, 3, 4, 5, 8));
 
@@ -152,10 +113,7 @@ TEST_P(OneShotLongBits, AlignedChunksEqualTheRingsBits) {
   RunForked(n, [&](Team& t) { HashCases(t, table.Row(1, n, t.ranks[0]), true, cases); },
             WithEnv({{"RINGO_ONESHOT_BYTES", "1M"}}));
   if (HasFailure()) return;
-  for (int r = 0; r < n; r++)
-    for (size_t i = 0; i < cases.size(); i++)
-      EXPECT_EQ(table.Row(0, n, r)[i], table.Row(1, n, r)[i])
-          << "rank " << r << ": " << ringo_cases::Label(cases[i]) << ": one-shot bits differ from the ring's";
+  table.ExpectModesEqual(n, cases, "one-shot");
 }
 INSTANTIATE_TEST_SUITE_P(N, OneShotLongBits, testing::Range(2, 9));
 
@@ -233,9 +191,11 @@ void MixedStream(Team& t) {
     }
   }
 }
-TEST(OneShot, MixedStreamForked) { RunForked(4, MixedStream, WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}})); }
-TEST(OneShot, MixedStreamThreads) { ringo_test::RunThreads(3, MixedStream, WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}})); }
-TEST(OneShot, MixedStreamOneThread) { ringo_test::RunGroup(4, MixedStream, WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}})); }
+// (The two-phase path is left out here: test_twophase.cc mixes all three.)
+Options OneShotAndRing() { return WithEnv({{"RINGO_ONESHOT_BYTES", "4K"}, {"RINGO_TWOPHASE_BYTES", "0"}}); }
+TEST(OneShot, MixedStreamForked) { RunForked(4, MixedStream, OneShotAndRing()); }
+TEST(OneShot, MixedStreamThreads) { ringo_test::RunThreads(3, MixedStream, OneShotAndRing()); }
+TEST(OneShot, MixedStreamOneThread) { ringo_test::RunGroup(4, MixedStream, OneShotAndRing()); }
 
 // A collective of count 0 moves nothing, so a rank finishes it without waiting for anyone and can
 // run ahead into the next one-shot call while another rank still reads its slot from the one

@@ -192,6 +192,7 @@ TEST(StagedErrors, MismatchReachesEveryRankAsAnAsyncError) {
 // staging is pipelined in several phases (src/staged.c); restored when the test ends.
 struct ManyPhases {
   ringo_test::ScopedEnv slice{"RINGO_SLICE_BYTES", "1024"};  // 960 payload bytes: 240 floats a slice
+  ringo_test::ScopedEnv ring{"RINGO_TWOPHASE_BYTES", "0"};   // the ring's rounds are what is cut in phases
   ringo_test::ScopedEnv piece{"RINGO_STAGED_PIECE_BYTES", "256"};
   ringo_test::ScopedEnv phases;
   explicit ManyPhases(int n) : phases("RINGO_STAGED_PHASES", std::to_string(n)) {}

@@ -421,16 +421,17 @@ static int timeline_main(const char* file, long seq_lo, long seq_hi, const char*
   const long total = tl_read(file, &all);
   if (total < 0) return 1;
   struct tl_view v = {.ev = all, .n = 0, .left = 80, .width = 1100, .top = 50, .track_h = 36, .gap = 16};
-  long oneshot = 0; /* one-shot collectives: one event each, no ring step to draw */
+  long oneshot = 0; /* one-shot and two-phase collectives: one event each, no ring step to draw */
   for (long i = 0; i < total; i++) {
     if (all[i].ph != 'X' || all[i].seq < seq_lo || (seq_hi >= 0 && all[i].seq > seq_hi) || all[i].pid < 0 ||
         all[i].pid >= 4096)
       continue;
-    if (strcmp(all[i].prim, "one-shot") == 0) oneshot++;
+    if (strcmp(all[i].prim, "one-shot") == 0 || strcmp(all[i].prim, "two-phase") == 0) oneshot++;
     else all[v.n++] = all[i];
   }
   if (oneshot && !quiet)
-    printf("%s: %ld one-shot collective events (small collectives of one host, no ring steps) not drawn; "
+    printf("%s: %ld one-shot or two-phase collective events (collectives of one host through its board, no ring "
+           "steps) not drawn; "
            "RINGO_ALGO=ring runs them on the ring\n", file, oneshot);
   if (v.n == 0) {
     fprintf(stderr, "ringo-trace: no step events in %s%s\n", file, seq_hi >= 0 || seq_lo ? " for those --seq" : "");

@@ -45,12 +45,14 @@ struct board_header {
 
 struct board_rank {
   _Alignas(BOARD_LINE) _Atomic uint64_t posted;
+  _Atomic uint64_t reduced; /* two-phase ops whose own chunk this rank has reduced into its slot */
   _Atomic uint64_t done;
 };
 
 struct ringo_board {
   void* base;
   size_t bytes, capacity, stride; /* stride: a data slot, the capacity rounded up to a cache line */
+  size_t oneshot_limit, twophase_limit; /* the largest input per rank of each algorithm (agreed) */
   int nranks;
   struct board_header* hdr;
   struct board_rank* ranks;
@@ -83,23 +85,35 @@ static unsigned char* data_slot(const struct ringo_board* bd, int r, uint64_t b)
   return bd->data + ((size_t)(b % 2) * (size_t)bd->nranks + (size_t)r) * bd->stride;
 }
 
-size_t ringo_board_capacity(const struct ringo_board* board) { return board->capacity; }
+size_t ringo_board_oneshot_limit(const struct ringo_board* board) { return board->oneshot_limit; }
+size_t ringo_board_twophase_limit(const struct ringo_board* board) { return board->twophase_limit; }
 
 /* ---- setup ---- */
 
-/* The capacity every rank allows (the smallest), or 0 when the board cannot serve this ring. */
-static size_t agreed_capacity(const ringoComm_t comm) {
-  size_t cap = SIZE_MAX;
+/* The largest input every rank allows one of the board's algorithms (the smallest), with a warning
+ * where they differ; `what` names the knob. */
+static size_t agreed_limit(const ringoComm_t comm, size_t offset, const char* what) {
+  uint64_t cap = UINT64_MAX, first = 0;
   for (int r = 0; r < comm->nranks; r++) {
-    if (strcmp(comm->info[r].host, comm->info[0].host) != 0) return 0; /* ranks on other hosts */
-    if (comm->info[r].oneshot_bytes < cap) cap = (size_t)comm->info[r].oneshot_bytes;
+    uint64_t v;
+    memcpy(&v, (const char*)&comm->info[r] + offset, sizeof v);
+    if (r == 0) first = v;
+    if (v < cap) cap = v;
+    if (v != first && comm->rank == 0)
+      RINGO_WARN("ranks differ in %s (or RINGO_ALGO, RINGO_TRANSPORT): rank %d allows %llu bytes, rank 0 %llu; "
+                 "every rank uses the smallest", what, r, (unsigned long long)v, (unsigned long long)first);
   }
-  for (int r = 0; r < comm->nranks && comm->rank == 0; r++)
-    if (comm->info[r].oneshot_bytes != comm->info[0].oneshot_bytes)
-      RINGO_WARN("ranks differ in RINGO_ONESHOT_BYTES (or RINGO_ALGO, RINGO_TRANSPORT): rank %d "
-                 "allows %llu bytes, rank 0 %llu; every rank uses the smallest, %zu", r,
-                 (unsigned long long)comm->info[r].oneshot_bytes, (unsigned long long)comm->info[0].oneshot_bytes, cap);
-  return cap;
+  return (size_t)cap;
+}
+
+/* The limits every rank allows, or 0 when the board cannot serve this ring (ranks on other hosts). */
+static int agreed_limits(const ringoComm_t comm, size_t* oneshot, size_t* twophase) {
+  *oneshot = *twophase = 0;
+  for (int r = 0; r < comm->nranks; r++)
+    if (strcmp(comm->info[r].host, comm->info[0].host) != 0) return 0;
+  *oneshot = agreed_limit(comm, offsetof(struct ringo_rank_info, oneshot_bytes), "RINGO_ONESHOT_BYTES");
+  *twophase = agreed_limit(comm, offsetof(struct ringo_rank_info, twophase_bytes), "RINGO_TWOPHASE_BYTES");
+  return *oneshot > 0 || *twophase > 0;
 }
 
 /* Rank 0 makes the segment; "" when it could not (its reason logged). */
@@ -134,8 +148,9 @@ static int attach_board(const ringoComm_t comm, const char* name, size_t bytes, 
  * Two allgathers: rank 0's segment name, then whether every rank mapped it (after which the name
  * can go: mapped by every rank, or by none). */
 ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  const size_t cap = comm->nranks > 1 ? agreed_capacity(comm) : 0;
-  if (cap == 0) return ringoSuccess;
+  size_t oneshot, twophase;
+  if (comm->nranks < 2 || !agreed_limits(comm, &oneshot, &twophase)) return ringoSuccess;
+  const size_t cap = oneshot > twophase ? oneshot : twophase;
   const size_t bytes = board_bytes(comm->nranks, cap);
   const size_t n = (size_t)comm->nranks;
   char mine[64] = {0};
@@ -166,6 +181,8 @@ ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous*
   if (res == ringoSuccess && ok) {
     bd->bytes = bytes;
     bd->capacity = cap;
+    bd->oneshot_limit = oneshot;
+    bd->twophase_limit = twophase;
     bd->stride = board_round_up(cap, BOARD_LINE);
     bd->nranks = comm->nranks;
     lay_out(bd, base);
@@ -244,7 +261,7 @@ static ringoResult_t board_check_wait(const ringoComm_t comm, const struct board
     return ringo_fail(ringoInvalidUsage, "rank %d: communicator aborted while waiting for rank %d to %s %s", comm->rank,
                       w->r, w->awaited, what);
   if (end == RINGO_WAIT_TIMED_OUT)
-    return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s %s (one-shot board)",
+    return ringo_fail(ringoTimeout, "rank %d timed out after %.1f s waiting for rank %d to %s %s (one-shot/two-phase board)",
                       comm->rank, comm->env.timeout_s, w->r, w->awaited, what);
   /* A rank that failed poisons the board before it exits: a poison written after the look above
    * names the rank that failed first. */
@@ -334,6 +351,21 @@ ringoResult_t ringo_board_check_peers(ringoComm_t comm) {
     memcpy(&theirs, fingerprint_slot(bd, r, b), sizeof theirs);
     if (memcmp(&theirs, &mine, sizeof mine) != 0) return ringo_op_mismatch(op, &theirs, r);
   }
+  return ringoSuccess;
+}
+
+void ringo_board_mark_reduced(ringoComm_t comm, uint64_t b) {
+  struct ringo_board* bd = comm->board;
+  atomic_store_explicit(&bd->ranks[comm->rank].reduced, b + 1, memory_order_seq_cst);
+  bell_ring(bd->hdr);
+}
+
+ringoResult_t ringo_board_await_reduced(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
+                                        const void** slot, double* since) {
+  struct ringo_board* bd = comm->board;
+  const struct board_wait w = {r, &bd->ranks[r].reduced, b + 1, "reduce its chunk of", op, since};
+  RINGO_CHECK(wait_for(comm, &w));
+  *slot = data_slot(bd, r, b);
   return ringoSuccess;
 }
 

@@ -17,14 +17,16 @@
  * collective claims and posts too (its fingerprint only): a rank in a one-shot op then finds a
  * peer that runs another collective on the ring by its fingerprint, instead of waiting for it. */
 
-/* Makes the board when every rank is on this host and every rank allows the one-shot path
- * (info[r].oneshot_bytes > 0, the smallest sets the capacity), else leaves comm->board NULL.
+/* Makes the board when every rank is on this host and every rank allows the one-shot or the
+ * two-phase path (info[r].oneshot_bytes or twophase_bytes > 0; the smallest over the ranks is each
+ * one's limit, the larger limit the capacity), else leaves comm->board NULL.
  * Collective over rv when it makes one; decided from comm->info alone, so all ranks agree. */
 ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
 void ringo_board_free(ringoComm_t comm);
 
-/* Bytes of input one rank may post for one op. */
-size_t ringo_board_capacity(const struct ringo_board* board);
+/* The largest input per rank a one-shot collective, and a two-phase all-reduce, may post. */
+size_t ringo_board_oneshot_limit(const struct ringo_board* board);
+size_t ringo_board_twophase_limit(const struct ringo_board* board);
 
 /* Op b on this rank: waits until side b % 2 is free on every rank, and gives this rank's data slot
  * of that side (capacity bytes; slot may be NULL). op is named in an error. *since (0 before the
@@ -41,6 +43,12 @@ ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struc
  * the ring links' waits ask it, so a rank on another root or collective is named at once even
  * when no slice of the two ever meets. */
 ringoResult_t ringo_board_check_peers(ringoComm_t comm);
+/* Two-phase op b: this rank has written its reduced chunk into its data slot (after which it reads
+ * no other rank's input of op b). */
+void ringo_board_mark_reduced(ringoComm_t comm, uint64_t b);
+/* Waits until rank r has marked op b reduced; gives rank r's data slot. */
+ringoResult_t ringo_board_await_reduced(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
+                                        const void** slot, double* since);
 /* This rank has finished op b: it reads no slot of it any more. */
 void ringo_board_done(ringoComm_t comm, uint64_t b);
 /* Stops every rank waiting on the board with this error (ringo_comm_fail). Never blocks. */

@@ -329,15 +329,33 @@ ringoResult_t ringo_comm_check_usable(ringoComm_t comm, const char* what) {
                     "it and create a new one", what, comm->rank, ringoGetErrorString(res), comm->fail_error);
 }
 
-/* The largest input this rank lets small collectives post on the one-shot board: none when the
- * algorithm is forced or every link must go over MPI. */
-static uint64_t oneshot_allowed(const ringoComm_t comm) {
+/* The board's algorithms need RINGO_ALGO=auto and shared memory (not every link forced over MPI). */
+static int board_algos_allowed(const ringoComm_t comm) {
   const int shm_ok = !comm->env.transport[0] || strcmp(comm->env.transport, "shm") == 0;
-  if (comm->algo != RINGO_ALGO_AUTO || !shm_ok) return 0;
+  return comm->algo == RINGO_ALGO_AUTO && shm_ok;
+}
+
+/* The largest input this rank lets small collectives post on the one-shot board. */
+static uint64_t oneshot_allowed(const ringoComm_t comm) {
+  if (!board_algos_allowed(comm)) return 0;
   if (comm->env.oneshot_bytes != RINGO_ONESHOT_PER_PEER) return comm->env.oneshot_bytes;
   /* At most 64 KiB, where the ring wins from 8 ranks on (docs/performance.md): the board is 2·N times it. */
   const uint64_t per_peer = (uint64_t)4096 * (uint64_t)(comm->nranks - 1);
   return per_peer < (64u << 10) ? per_peer : (64u << 10);
+}
+
+uint64_t ringo_comm_twophase_default(int nranks) {
+  const uint64_t most = nranks == 3 ? RINGO_TWOPHASE_N3_BYTES : RINGO_TWOPHASE_MAX_BYTES;
+  const uint64_t share = RINGO_TWOPHASE_BOARD_BYTES / (2 * (uint64_t)nranks) & ~(uint64_t)4095;
+  return share < most ? share : most;
+}
+
+/* The largest all-reduce input this rank lets run in two phases on the board, under the same rules
+ * as the one-shot's. */
+static uint64_t twophase_allowed(const ringoComm_t comm) {
+  if (!board_algos_allowed(comm)) return 0;
+  if (comm->env.twophase_bytes != RINGO_TWOPHASE_DEFAULT) return comm->env.twophase_bytes;
+  return ringo_comm_twophase_default(comm->nranks);
 }
 
 /* The slot size every rank uses (the schedule slices chunks by it, so the ranks must agree): the
@@ -383,6 +401,7 @@ static ringoResult_t agreed_naive(const ringoComm_t comm) {
 ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   const int32_t algo = comm->algo;
   struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank, .oneshot_bytes = oneshot_allowed(comm),
+                                 .twophase_bytes = twophase_allowed(comm),
                                  .slice_bytes = comm->env.slice_bytes, .algo = algo};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
   comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);

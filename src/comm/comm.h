@@ -29,6 +29,7 @@ struct ringo_rank_info {
   uint64_t slice_bytes;   /* its RINGO_SLICE_BYTES, 0 when unset */
   int32_t algo;           /* its RINGO_ALGO: RINGO_ALGO_AUTO, _RING or _NAIVE (the ranks must agree on the links) */
   int32_t unused;
+  uint64_t twophase_bytes; /* the largest two-phase all-reduce input it allows (RINGO_TWOPHASE_BYTES; 0: none) */
 };
 
 enum { RINGO_ALGO_AUTO = 0, RINGO_ALGO_RING = 1, RINGO_ALGO_NAIVE = 2 }; /* what RINGO_ALGO says; engine/select.c chooses */
@@ -134,6 +135,9 @@ ringoResult_t ringo_comm_connect_ring(ringoComm_t comm, const struct ringo_rende
 ringoResult_t ringo_comm_connect_star(ringoComm_t comm, const struct ringo_rendezvous* rv);
 ringoResult_t ringo_comm_connect_gather(ringoComm_t comm, const struct ringo_rendezvous* rv);
 ringoResult_t ringo_comm_connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv);
+/* Unset RINGO_TWOPHASE_BYTES: the largest two-phase all-reduce input per rank of n ranks, up to where
+ * the ring wins (core.h), within the board's share. */
+uint64_t ringo_comm_twophase_default(int nranks);
 /* RINGO_DEBUG=INFO's lines on the ring order, once init is through. */
 void ringo_comm_log_ring(const ringoComm_t comm);
 /* Puts comm in error for good, keeping the first failure's code and message (no poison). */

@@ -79,6 +79,9 @@ struct ringo_env {
   size_t oneshot_bytes;    /* RINGO_ONESHOT_BYTES: the largest input (per rank) a collective of ranks all on one
                               host runs one-shot with under RINGO_ALGO=auto (0: never; unset:
                               RINGO_ONESHOT_PER_PEER, 4 KiB per other rank, at most 64 KiB) */
+  size_t twophase_bytes;   /* RINGO_TWOPHASE_BYTES: the largest all-reduce input (per rank) of ranks all on one host
+                              that runs in two phases through the board under RINGO_ALGO=auto, above the one-shot
+                              (0: never; unset: RINGO_TWOPHASE_DEFAULT, picked per rank count in comm.c) */
   int cuda_enable;         /* RINGO_CUDA: 0 keeps communicators off the GPU (no device memory, no context) */
   int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs, 1..128 (0:
                               as many as the GPU holds resident for all its ranks, at most 64) */
@@ -99,6 +102,13 @@ struct ringo_env {
   size_t staged_piece_bytes; /* RINGO_STAGED_PIECE_BYTES: least bytes of one chunk a phase copies (default 1 MiB) */
 };
 #define RINGO_ONESHOT_PER_PEER ((size_t)-1)
+#define RINGO_TWOPHASE_DEFAULT ((size_t)-1)
+/* Unset RINGO_TWOPHASE_BYTES: the two-phase all-reduce runs up to this many bytes per rank (where it
+ * and the ring cross on the 2-core machine, docs/performance.md: 1 MiB at N = 3), and its board, 2·N
+ * slots of that, stays within RINGO_TWOPHASE_BOARD_BYTES. */
+#define RINGO_TWOPHASE_MAX_BYTES ((uint64_t)2 << 20)
+#define RINGO_TWOPHASE_N3_BYTES ((uint64_t)1 << 20)
+#define RINGO_TWOPHASE_BOARD_BYTES ((uint64_t)32 << 20)
 /* Default slices: shared-memory slots stay in cache at 128 KiB; MPI over TCP pays a handshake per
  * message, which 512 KiB amortises (docs/multi-host.md). */
 #define RINGO_SLICE_ONE_HOST ((size_t)128 << 10)

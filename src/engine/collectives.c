@@ -233,7 +233,7 @@ ringoResult_t ringo_gather_run(const struct ringo_op* op) {
   for (int r = 0; r < n; r++) in[r] = blocks + (size_t)comm->pos_of[r] * bytes;
   const ringoResult_t res = ringo_oneshot_combine(op, in);
   if (in != on_stack) free(in);
-  if (res == ringoSuccess) ringo_oneshot_trace(op, read, t0);
+  if (res == ringoSuccess) ringo_oneshot_trace(op, "one-shot", read, t0);
   return res;
 }
 

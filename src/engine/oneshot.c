@@ -28,12 +28,11 @@ static size_t posted_bytes(const struct ringo_op* op, int rank) {
 int ringo_oneshot_fits(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   return comm->board && comm->nranks > 1 && op->count > 0 &&
-         posted_bytes(op, op->root) <= ringo_board_capacity(comm->board);
+         posted_bytes(op, op->root) <= ringo_board_oneshot_limit(comm->board);
 }
 
-/* out = chunk c of every input combined as the ring combines it: op(op(x_start, x_start+1), ...),
- * partial steps with the partial op, the last with the final one (avg's division fused there). */
-static ringoResult_t reduce_chunk(const struct ringo_op* op, const void* const* in, int c, char* out) {
+ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base) {
+  char* const out = out_base;
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
   const size_t esize = ringo_type_size(op->type);
@@ -58,13 +57,13 @@ ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const
   const size_t bytes = op->count * ringo_type_size(op->type);
   switch (op->coll) {
     case RINGO_COLL_ALLREDUCE:
-      for (int c = 0; c < n; c++) RINGO_CHECK(reduce_chunk(op, in, c, op->recvbuff));
+      for (int c = 0; c < n; c++) RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, c, op->recvbuff));
       break;
     case RINGO_COLL_REDUCESCATTER: /* this rank's block is the chunk its ring position owns */
-      RINGO_CHECK(reduce_chunk(op, in, ringo_mod(comm->pos + 1, n), op->recvbuff));
+      RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, ringo_mod(comm->pos + 1, n), op->recvbuff));
       break;
     case RINGO_COLL_REDUCE:
-      if (me == op->root) RINGO_CHECK(reduce_chunk(op, in, 0, op->recvbuff));
+      if (me == op->root) RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, 0, op->recvbuff));
       break;
     case RINGO_COLL_ALLGATHER:
       for (int r = 0; r < n; r++) ringo_copy2((char*)op->recvbuff + (size_t)r * bytes, NULL, in[r], bytes);
@@ -76,10 +75,10 @@ ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const
   return ringoSuccess;
 }
 
-void ringo_oneshot_trace(const struct ringo_op* op, size_t read, double t0) {
+void ringo_oneshot_trace(const struct ringo_op* op, const char* name, size_t read, double t0) {
   if (!op->comm->trace) return;
   const struct ringo_trace_event ev = {.coll = op->coll, .seq = op->seq, .step = -1, .chunk = -1, .recv_peer = -1,
-                                       .send_peer = -1, .bytes = read, .t0 = t0, .t1 = ringo_now(), .oneshot = 1};
+                                       .send_peer = -1, .bytes = read, .t0 = t0, .t1 = ringo_now(), .board = name};
   ringo_trace_record(op->comm->trace, &ev);
 }
 
@@ -102,9 +101,8 @@ static size_t count_board_bytes(const struct ringo_op* op) {
   return received;
 }
 
-/* Waits for every peer's post of op b and checks its fingerprint; in[r] = rank r's input. */
-static ringoResult_t gather_posts(const struct ringo_op* op, uint64_t b, const void* slot,
-                                  const struct ringo_fingerprint* mine, const void** in, double* since) {
+ringoResult_t ringo_oneshot_gather_posts(const struct ringo_op* op, uint64_t b, const void* slot,
+                                         const struct ringo_fingerprint* mine, const void** in, double* since) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
   in[comm->rank] = slot;
@@ -134,13 +132,13 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   const void* on_stack[64]; /* the inputs' addresses; more ranks than that on one host: the heap */
   const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a one-shot collective", comm->rank);
-  ringoResult_t res = gather_posts(op, b, slot, &mine, in, &since);
+  ringoResult_t res = ringo_oneshot_gather_posts(op, b, slot, &mine, in, &since);
   if (res == ringoSuccess) res = ringo_oneshot_combine(op, in);
   if (in != on_stack) free(in);
   RINGO_CHECK(res);
   const size_t read = count_board_bytes(op);
   ringo_board_done(comm, b);
-  ringo_oneshot_trace(op, read, t0);
+  ringo_oneshot_trace(op, "one-shot", read, t0);
   return ringoSuccess;
 }
 

@@ -13,6 +13,14 @@
  * runs as board op b. */
 int ringo_oneshot_fits(const struct ringo_op* op);
 ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b);
+/* Waits for every peer's post of op b and checks its fingerprint against mine; in[r] = rank r's
+ * posted input (in[this rank] = slot). */
+ringoResult_t ringo_oneshot_gather_posts(const struct ringo_op* op, uint64_t b, const void* slot,
+                                         const struct ringo_fingerprint* mine, const void** in, double* since);
+/* Chunk c of every input (in[r], laid out as sendbuff) combined as the ring combines it:
+ * op(op(x_start, x_start+1), ...), partial steps with the partial op, the last with the final one
+ * (avg's division fused there); written where chunk c lives in a buffer laid out as recvbuff. */
+ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base);
 /* This rank's result of op from every rank's input (in[rank]), combined in the ring's own order, so
  * the bits equal the ring's; shared by the board and the gather path (collectives.c). */
 ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in);
@@ -20,7 +28,8 @@ ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const
  * board and posts its fingerprint, so a peer in a one-shot op finds by it that this rank runs
  * another collective instead of waiting for it (comm/board.h); then runs, then marks b done. */
 ringoResult_t ringo_oneshot_bracket(const struct ringo_op* op, uint64_t b, ringoResult_t (*run)(const struct ringo_op*));
-/* RINGO_TRACE's one event for such a collective (board or gather path): `read` bytes from peers since t0. */
-void ringo_oneshot_trace(const struct ringo_op* op, size_t read, double t0);
+/* RINGO_TRACE's one event for a collective of one or two hand-offs (board or gather path), named
+ * name ("one-shot", "two-phase"): `read` bytes from peers since t0. */
+void ringo_oneshot_trace(const struct ringo_op* op, const char* name, size_t read, double t0);
 
 #endif /* RINGO_ENGINE_ONESHOT_H_ */

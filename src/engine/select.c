@@ -1,46 +1,44 @@
 /* select.c — ONE TABLE of the host engine's algorithms: for each, when it fits a collective, how it
  * makes its links at init, and how it runs; the choice is made here and nowhere else. On a
- * communicator with a board every host collective is also a board op (the one-shot entry's
- * contract, oneshot.h). Tested by test/test_collectives.cc, test_oneshot.cc, test_naive.cc,
+ * communicator with a board every host collective is also a board op: the one-shot and two-phase
+ * entries run on it, the others post their fingerprint there (the one-shot's contract, oneshot.h). Tested by test/test_collectives.cc, test_oneshot.cc, test_naive.cc,
  * test_staged.cc and the MPI suites (gather, two-level). */
 #include "engine/select.h"
 
 #include "comm/board.h"
 #include "engine/collectives.h"
 #include "engine/oneshot.h"
+#include "engine/twophase.h"
 
 struct algo {
   const char* name;
   int (*fits)(const struct ringo_op* op);                               /* NULL: fits everything */
   ringoResult_t (*setup)(ringoComm_t comm, const struct ringo_rendezvous* rv); /* its links; NULL: none */
-  ringoResult_t (*run)(const struct ringo_op* op);
+  ringoResult_t (*run)(const struct ringo_op* op);                      /* NULL: runs on the board */
+  ringoResult_t (*board_run)(const struct ringo_op* op, uint64_t b);    /* as board op b (needs the board) */
 };
 
 static int single_fits(const struct ringo_op* op) { return op->comm->nranks == 1; }
 static int naive_fits(const struct ringo_op* op) {
   return op->comm->algo == RINGO_ALGO_NAIVE && op->coll == RINGO_COLL_ALLREDUCE;
 }
-/* The one-shot entry runs through ringo_select_run's board op (it needs the op's number there). */
-static ringoResult_t oneshot_unreachable(const struct ringo_op* op) {
-  return ringo_fail(ringoInternalError, "rank %d: a one-shot collective without a board", op->comm->rank);
-}
-
 /* In the order they are asked: the first that fits runs. Setup runs for every entry, in this
  * order, on every rank alike (each makes nothing where its algorithm cannot run). */
 static const struct algo algos[] = {
-    {"one rank", single_fits, NULL, ringo_single_run},
-    {"one-shot", ringo_oneshot_fits, ringo_board_setup, oneshot_unreachable},
-    {"naive", naive_fits, ringo_comm_connect_star, ringo_naive_run},
-    {"gather", ringo_gather_fits, ringo_comm_connect_gather, ringo_gather_run},
-    {"two-level", ringo_two_level_fits, ringo_comm_connect_two_level, ringo_two_level_run},
-    {"ring", NULL, ringo_comm_connect_ring, ringo_ring_run},
+    {"one rank", single_fits, NULL, ringo_single_run, NULL},
+    {"one-shot", ringo_oneshot_fits, ringo_board_setup, NULL, ringo_oneshot_run},
+    {"two-phase", ringo_twophase_fits, NULL, NULL, ringo_twophase_run},
+    {"naive", naive_fits, ringo_comm_connect_star, ringo_naive_run, NULL},
+    {"gather", ringo_gather_fits, ringo_comm_connect_gather, ringo_gather_run, NULL},
+    {"two-level", ringo_two_level_fits, ringo_comm_connect_two_level, ringo_two_level_run, NULL},
+    {"ring", NULL, ringo_comm_connect_ring, ringo_ring_run, NULL},
 };
 #define NUM_ALGOS (sizeof algos / sizeof algos[0])
-enum { ALGO_SINGLE = 0, ALGO_ONESHOT = 1, ALGO_RING = NUM_ALGOS - 1 };
+enum { ALGO_SINGLE = 0, ALGO_BOARD = 1 /* the entry that makes the board */, ALGO_RING = NUM_ALGOS - 1 };
 
 static size_t pick(const struct ringo_op* op) {
   size_t i = 0;
-  while (i < ALGO_RING && !(algos[i].fits(op) && (i != ALGO_ONESHOT || op->comm->board))) i++;
+  while (i < ALGO_RING && !(algos[i].fits(op) && (!algos[i].board_run || op->comm->board))) i++;
   return i;
 }
 
@@ -49,8 +47,8 @@ ringoResult_t ringo_select_setup(ringoComm_t comm, const struct ringo_rendezvous
    * the board last, beside them. A communicator of one rank has links to no one. */
   if (comm->nranks > 1) RINGO_CHECK(algos[ALGO_RING].setup(comm, rv));
   for (size_t i = 0; comm->nranks > 1 && i < ALGO_RING; i++)
-    if (algos[i].setup && i != ALGO_ONESHOT) RINGO_CHECK(algos[i].setup(comm, rv));
-  return algos[ALGO_ONESHOT].setup(comm, rv);
+    if (algos[i].setup && i != ALGO_BOARD) RINGO_CHECK(algos[i].setup(comm, rv));
+  return algos[ALGO_BOARD].setup(comm, rv);
 }
 
 const char* ringo_select_name(const struct ringo_op* op) { return algos[pick(op)].name; }
@@ -60,7 +58,7 @@ ringoResult_t ringo_select_run(const struct ringo_op* op) {
   const size_t a = pick(op);
   if (a == ALGO_SINGLE || !comm->board) return algos[a].run(op);
   const uint64_t b = comm->board_ops++;
-  if (a == ALGO_ONESHOT) return ringo_oneshot_run(op, b);
+  if (algos[a].board_run) return algos[a].board_run(op, b);
   return ringo_oneshot_bracket(op, b, algos[a].run);
 }
 

@@ -81,13 +81,13 @@ static void write_events(const struct ringo_trace* t, FILE* f, int empty) {
   for (size_t i = 0; i < t->n; i++) {
     const struct ringo_trace_event* e = &t->ev[i];
     char label[64];
-    if (e->oneshot) snprintf(label, sizeof label, "one-shot");
+    if (e->board) snprintf(label, sizeof label, "%s", e->board);
     else step_label(e, label, sizeof label);
     fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,"
                "\"args\":{\"seq\":%llu,\"prim\":\"%s\",\"chunk\":%d,\"slice\":%zu,\"bytes\":%zu,"
                "\"from\":%d,\"to\":%d,\"step\":%d,\"part\":%d}}",
             label, coll_name(e->coll), t->rank, e->t0 * 1e6, (e->t1 - e->t0) * 1e6, (unsigned long long)e->seq,
-            e->oneshot ? "one-shot" : prim_name(e->prim), e->chunk, e->round, e->bytes, e->recv_peer, e->send_peer,
+            e->board ? e->board : prim_name(e->prim), e->chunk, e->round, e->bytes, e->recv_peer, e->send_peer,
             e->step, e->part);
   }
 }

@@ -18,8 +18,9 @@ enum ringo_walk_level { RINGO_WALK_FLAT, RINGO_WALK_HOST_RS, RINGO_WALK_ACROSS, 
 
 /* One event: rank ran step `step` (of the schedule of `coll`, or of a walk of the two-level ring) on slice `round` of `chunk`,
  * receiving from recv_peer and/or sending to send_peer (-1: none), bytes of payload, from t0 to t1
- * (ringo_now() seconds). seq numbers the communicator's collectives from 0. A one-shot collective
- * (oneshot.c) is one event with oneshot set: bytes it read from its peers, no step, chunk or peer. */
+ * (ringo_now() seconds). seq numbers the communicator's collectives from 0. A one-shot or two-phase
+ * collective (oneshot.c, twophase.c) is one event with board set to its name: bytes it read from its
+ * peers, no step, chunk or peer. */
 struct ringo_trace_event {
   enum ringo_coll coll;
   enum ringo_prim prim;
@@ -30,7 +31,7 @@ struct ringo_trace_event {
   int part;      /* a two-level reduce-scatter's or all-gather's host walks: the host the walk serves */
   size_t round, bytes;
   double t0, t1;
-  int oneshot;
+  const char* board; /* a collective of one hand-off or two ("one-shot", "two-phase"), else NULL */
 };
 
 /* Starts recording for this rank; path is where ringo_trace_close appends the events. */

@@ -1,0 +1,16 @@
+/* twophase.h — the two-phase all-reduce through the board for ranks of one host (twophase.c):
+ * the ring's two halves in one hand-off each, the same bits as the ring. Tested by
+ * test/test_twophase.cc. */
+#ifndef RINGO_ENGINE_TWOPHASE_H_
+#define RINGO_ENGINE_TWOPHASE_H_
+
+#include <stdint.h>
+
+#include "comm/op.h"
+
+/* 1 when op is an all-reduce whose input fits the board's two-phase limit, which every rank decides
+ * alike from the fingerprint; then op runs as board op b. */
+int ringo_twophase_fits(const struct ringo_op* op);
+ringoResult_t ringo_twophase_run(const struct ringo_op* op, uint64_t b);
+
+#endif /* RINGO_ENGINE_TWOPHASE_H_ */

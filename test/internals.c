@@ -1,0 +1,14 @@
+/* internals.c — the answers of internals.h: read off the engine's table of algorithms for the C++
+ * suites. Compiled as C into the test support objects; used by test_twophase.cc. */
+#include "internals.h"
+
+#include "comm/comm.h"
+#include "engine/select.h"
+
+const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataType_t type) {
+  const struct ringo_op op = {.kind = RINGO_KIND_COLL, .coll = RINGO_COLL_ALLREDUCE, .count = count, .type = type,
+                              .op = ringoSum, .comm = comm};
+  return ringo_select_name(&op);
+}
+
+size_t ringo_test_twophase_default_bytes(int n) { return (size_t)ringo_comm_twophase_default(n); }

@@ -1,0 +1,24 @@
+// internals.h — questions the C++ suites ask of the library's internals, answered in C by
+// internals.c (the communicator's header uses C11 atomics, which C++ cannot include).
+// Used by test_twophase.cc; linked into every suite with the other support objects.
+#ifndef RINGO_TEST_INTERNALS_H_
+#define RINGO_TEST_INTERNALS_H_
+
+#include <stddef.h>
+
+#include "ringo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The name of the algorithm comm's engine picks for an all-reduce of count elements of type
+ * (engine/select.c's table: "one-shot", "two-phase", "ring", ...). */
+const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataType_t type);
+/* The two-phase all-reduce's default limit per rank for n ranks (core/core.h), as comm.c sets it. */
+size_t ringo_test_twophase_default_bytes(int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif  // RINGO_TEST_INTERNALS_H_

@@ -1,0 +1,213 @@
+// test_twophase.cc — the two-phase all-reduce of ranks on one host (src/engine/twophase.c, the board's
+// reduced marks in src/comm/board.c): the ring's bits for every dtype, op, count and placement; the
+// ring's bytes; when it runs; mismatches and dead peers named. Run: make test (build/test/test_twophase).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collective_cases.h"
+#include "harness.h"
+#include "internals.h"
+#include "result_hashes.h"
+#include "ringo.h"
+
+using ringo_cases::Case;
+using ringo_cases::Coll;
+using ringo_hashes::HashTable;
+using ringo_test::Options;
+using ringo_test::RunForked;
+using ringo_test::Team;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+Options WithEnv(std::vector<std::pair<std::string, std::string>> env) {
+  Options o;
+  o.deadline_s = 120;
+  o.env = std::move(env);
+  return o;
+}
+// Every all-reduce of at most 1 MiB per rank two-phase (none one-shot), as the tests below want.
+Options TwoPhaseUpTo1M() { return WithEnv({{"RINGO_ONESHOT_BYTES", "0"}, {"RINGO_TWOPHASE_BYTES", "1M"}}); }
+
+// The algorithm comm would run an all-reduce of count elements of type t on.
+std::string AlgoFor(ringoComm_t comm, size_t count, ringoDataType_t t) { return ringo_test_allreduce_algo(comm, count, t); }
+
+// The bytes a two-phase all-reduce moves each way on rank r of n (ranks of one host: ring position r):
+// peers read its input but the chunk it reduces, and that chunk's result N-1 times (D + (N-2)·D/N:
+// the ring's 2(N-1)/N·D when the chunks are even).
+uint64_t TwoPhaseBytes(int n, int r, const Case& c) {
+  size_t off, len;
+  ringo_chunk_range(c.count, n, ringo_owned_chunk(n, r), &off, &len);
+  const size_t esize = ringo_cases::TypeSize(c.type);
+  return c.count * esize + uint64_t(n - 2) * len * esize;
+}
+
+// All-reduces of every dtype and op, in and out of place, with counts below N, uneven, and long
+// (aligned 16-element cuts, ringo_chunk_range).
+std::vector<Case> AllReduceCases(int n) {
+  std::vector<Case> cases;
+  for (const Case& c : ringo_cases::EveryCase(n, {size_t(n), size_t(n + 1), size_t(37 * n + 3), size_t(8192 * n + 1)}))
+    if (c.coll == Coll::kAllReduce) cases.push_back(c);
+  for (ringoDataType_t t : {ringoFloat32, ringoBfloat16, ringoFloat64})
+    for (bool in_place : {false, true}) cases.push_back({Coll::kAllReduce, t, ringoAvg, size_t(12289) * n, in_place, 0});
+  return cases;
+}
+
+}  // namespace
+
+// Phase 1 reduces each chunk as the ring does (ringo_oneshot_reduce_chunk: the ring's order, partial
+// steps in the type, avg's division last), phase 2 only copies: every all-reduce gives the ring's
+// bits on every rank, and the ring's bytes.
+class TwoPhaseBits : public testing::TestWithParam<int> {};
+TEST_P(TwoPhaseBits, EqualTheRingsForEveryTypeOpAndPlacement) {
+  const int n = GetParam();
+  const std::vector<Case> cases = AllReduceCases(n);
+  HashTable table(n, cases.size());
+  ASSERT_NE(MAP_FAILED, static_cast<void*>(table.mem));
+  RunForked(n, [&](Team& t) { ringo_hashes::HashCases(t, table.Row(0, n, t.ranks[0]), cases); },
+            WithEnv({{"RINGO_ALGO", "ring"}}));
+  RunForked(n, [&](Team& t) {
+    ringo_hashes::HashCases(t, table.Row(1, n, t.ranks[0]), cases, [&](const Case& c, const ringoCommStats& grew) {
+      EXPECT_EQ("two-phase", AlgoFor(t.comms[0], c.count, c.type)) << ringo_cases::Label(c);
+      EXPECT_EQ(TwoPhaseBytes(n, t.ranks[0], c), grew.bytesSent) << ringo_cases::Label(c);
+      EXPECT_EQ(TwoPhaseBytes(n, t.ranks[0], c), grew.bytesReceived) << ringo_cases::Label(c);
+    });
+  }, TwoPhaseUpTo1M());
+  if (HasFailure()) return;
+  table.ExpectModesEqual(n, cases, "two-phase");
+}
+INSTANTIATE_TEST_SUITE_P(N, TwoPhaseBits, testing::Values(2, 3, 4, 5, 8));
+
+// RINGO_TWOPHASE_BYTES is the largest input that runs two-phase, to the byte; fewer elements than
+// ranks never do (a rank would have no chunk); RINGO_TWOPHASE_BYTES=0 and RINGO_ALGO=ring turn it off.
+TEST(TwoPhase, ThresholdIsExact) {
+  RunForked(3, [](Team& t) {
+    EXPECT_EQ("two-phase", AlgoFor(t.comms[0], 25, ringoInt32));
+    EXPECT_EQ("ring", AlgoFor(t.comms[0], 26, ringoInt32));
+    EXPECT_EQ("ring", AlgoFor(t.comms[0], 2, ringoInt32));
+    for (size_t count : {size_t(3), size_t(25), size_t(26)}) {
+      std::vector<int32_t> buf(count, t.ranks[0] + 1);
+      ASSERT_EQ(ringoSuccess, ringoAllReduce(buf.data(), buf.data(), count, ringoInt32, ringoSum, t.comms[0], nullptr));
+      for (int32_t v : buf) ASSERT_EQ(6, v) << count;
+    }
+  }, WithEnv({{"RINGO_ONESHOT_BYTES", "0"}, {"RINGO_TWOPHASE_BYTES", "100"}}));
+  RunForked(3, [](Team& t) { EXPECT_EQ("ring", AlgoFor(t.comms[0], 25, ringoInt32)); },
+            WithEnv({{"RINGO_ONESHOT_BYTES", "0"}, {"RINGO_TWOPHASE_BYTES", "0"}}));
+  RunForked(3, [](Team& t) { EXPECT_EQ("ring", AlgoFor(t.comms[0], 25, ringoInt32)); },
+            WithEnv({{"RINGO_ALGO", "ring"}, {"RINGO_TWOPHASE_BYTES", "100"}}));
+}
+
+// Unset, it runs above the one-shot up to RINGO_TWOPHASE_MAX_BYTES per rank (1 MiB at N = 3), less
+// where the board's 2·N slots would pass RINGO_TWOPHASE_BOARD_BYTES (core/core.h).
+TEST(TwoPhase, DefaultRange) {
+  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(2));
+  EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(3));
+  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(8));
+  EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(16));
+  for (int n : {2, 3}) {
+    RunForked(n, [](Team& t) {
+      const size_t max = ringo_test_twophase_default_bytes(t.nranks);
+      EXPECT_EQ("one-shot", AlgoFor(t.comms[0], 16, ringoFloat32));
+      EXPECT_EQ("two-phase", AlgoFor(t.comms[0], 1 << 14, ringoFloat32));
+      EXPECT_EQ("two-phase", AlgoFor(t.comms[0], max, ringoInt8));
+      EXPECT_EQ("ring", AlgoFor(t.comms[0], max + 1, ringoInt8));
+    });
+  }
+}
+
+// A rank whose call runs on the ring (another count) or is another collective is named at once by
+// the ranks in the two-phase call, and fails too: every rank gets ringoInvalidUsage with both
+// fingerprints, long before RINGO_TIMEOUT.
+TEST(TwoPhase, MismatchIsNamedOnEveryRank) {
+  for (int variant = 0; variant < 2; variant++) {
+    Options o = TwoPhaseUpTo1M();
+    o.env.push_back({"RINGO_TIMEOUT", "20"});
+    RunForked(4, [&](Team& t) {
+      const int r = t.ranks[0];
+      std::vector<float> buf(1 << 19, 1.0f);  // 2 MiB: the ring; 64 Ki elements: two-phase
+      const size_t count = r == 2 && variant == 0 ? buf.size() : size_t(1) << 16;
+      const auto t0 = std::chrono::steady_clock::now();
+      const ringoResult_t res = r == 2 && variant == 1
+                                    ? ringoBroadcast(buf.data(), buf.data(), count, ringoFloat32, 0, t.comms[0], nullptr)
+                                    : ringoAllReduce(buf.data(), buf.data(), count, ringoFloat32, ringoSum, t.comms[0], nullptr);
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      EXPECT_EQ(ringoInvalidUsage, res) << "variant " << variant << " rank " << r;
+      EXPECT_TRUE(contains(ringoGetLastError(t.comms[0]), "mismatch")) << ringoGetLastError(t.comms[0]);
+      EXPECT_LT(took, 5.0) << "variant " << variant << " rank " << r;
+    }, o);
+  }
+}
+
+// A rank killed between the phases (it posted, then died before it reduced its chunk) fails the
+// others with ringoRemoteError naming it, within the board's liveness checks, not RINGO_TIMEOUT.
+TEST(TwoPhase, PeerDeadBeforeItsChunkIsNamed) {
+  Options o = TwoPhaseUpTo1M();
+  o.env.push_back({"RINGO_TIMEOUT", "30"});
+  ringo_test::JobReport report = ringo_test::RunProcessesCollect(3, [&](int rank, const ringoUniqueId& id, ringo_test::Shared& shared) {
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 3, id, rank));
+    ASSERT_EQ("two-phase", AlgoFor(comm, 1 << 16, ringoFloat32));
+    ASSERT_TRUE(shared.Barrier());
+    if (rank == 1) raise(SIGKILL);  // never posts: the others wait in phase 1 and find it gone
+    std::vector<float> buf(1 << 16, 1.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(ringoRemoteError, ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, comm, nullptr));
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+    EXPECT_TRUE(contains(ringoGetLastError(comm), "rank 1")) << ringoGetLastError(comm);
+    ringoCommDestroy(comm);
+  }, o);
+  ASSERT_EQ(1u, report.problems.size());
+  EXPECT_TRUE(contains(report.problems[0], "signal 9")) << report.problems[0];
+  EXPECT_TRUE(report.failures.empty()) << report.failures[0].message;
+}
+
+// A rank that does not come within RINGO_TIMEOUT is named with the call, and so is the board.
+TEST(TwoPhase, TimeoutNamesThePeerAndTheCall) {
+  Options o = TwoPhaseUpTo1M();
+  o.env.push_back({"RINGO_TIMEOUT", "1"});
+  RunForked(3, [](Team& t) {
+    std::vector<float> buf(1 << 16, 1.0f);
+    if (t.ranks[0] == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      return;  // the others gave up long ago
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(ringoTimeout, ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, t.comms[0], nullptr));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(waited, 1.0);
+    EXPECT_LT(waited, 2.0);
+    const std::string msg = ringoGetLastError(t.comms[0]);
+    for (const char* part : {"rank 1 to join", "ringoAllReduce #0", "two-phase board"})
+      EXPECT_TRUE(contains(msg, part)) << "missing '" << part << "' in: " << msg;
+  }, o);
+}
+
+// Hundreds of calls in a row, one-shot, two-phase and ring mixed, in place, forked, as threads and
+// from one thread in a group: the board's sides are reused every second call, so a rank that ran
+// ahead must wait for the slowest to finish reading, in either phase.
+void MixedStream(Team& t) {
+  const int n = t.nranks;
+  std::vector<std::vector<int32_t>> buf(t.size());
+  for (int it = 0; it < 200; it++) {
+    const size_t count = size_t(1 + (it * 7919) % 4096);  // 4 B .. 16 KiB: 1 K one-shot, 8 K two-phase
+    for (size_t k = 0; k < t.size(); k++) buf[k].assign(count, t.ranks[k] + it);
+    ASSERT_EQ(ringoSuccess, ringo_test::TeamCall(t, [&](size_t k) {
+      return ringoAllReduce(buf[k].data(), buf[k].data(), count, ringoInt32, ringoSum, t.comms[k], nullptr);
+    })) << "call " << it;
+    const int32_t expect = n * (n - 1) / 2 + n * it;
+    for (size_t k = 0; k < t.size(); k++)
+      for (size_t j : {size_t(0), count / 2, count - 1}) ASSERT_EQ(expect, buf[k][j]) << "call " << it << " rank " << t.ranks[k];
+  }
+}
+Options MixedEnv() { return WithEnv({{"RINGO_ONESHOT_BYTES", "1K"}, {"RINGO_TWOPHASE_BYTES", "8K"}}); }
+TEST(TwoPhase, MixedStreamForked) { RunForked(4, MixedStream, MixedEnv()); }
+TEST(TwoPhase, MixedStreamThreads) { ringo_test::RunThreads(3, MixedStream, MixedEnv()); }
+TEST(TwoPhase, MixedStreamOneThread) { ringo_test::RunGroup(5, MixedStream, MixedEnv()); }
