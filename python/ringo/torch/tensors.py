@@ -19,7 +19,7 @@ OPS = {_R.SUM: "sum", _R.AVG: "avg", _R.PRODUCT: "prod", _R.MIN: "min", _R.MAX: 
 
 
 def check_device(t, what):
-    if t.device.type != "cpu":
+    if not t.is_cpu:
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is on {t.device}; this backend serves CPU "
                     "tensors (CUDA tensors: use torch's nccl backend over ringo's NCCL drop-in)")
 

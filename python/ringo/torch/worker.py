@@ -4,6 +4,7 @@
 # under DDP) goes on computing. A blocking call (async_op=False) with nothing queued runs on the
 # caller's thread instead: the hand-off to the thread costs more than a small all-reduce.
 # Tested through python/tests/test_torch.py.
+import contextlib
 import queue
 import threading
 
@@ -16,17 +17,22 @@ class RingoWork(Work):
     get_future() gives a future that completes with the outputs, or in error (as a C++ future
     error, so DDP's reducer sees it too). The future is made only when asked for."""
 
-    def __init__(self, outputs):
+    _FINISHED = contextlib.nullcontext()  # the lock of work born done: nothing changes any more
+
+    def __init__(self, outputs, error=None, done=False):
         super().__init__()
         self._outputs = outputs
-        self._done = False
+        self._done = done
+        self._error = error
+        self._base = self._fut = None
+        if done:  # ran on the caller's thread: no latch to wait on, nothing to guard
+            self._lock = self._FINISHED
+            return
         # Held until the work is done: a plain lock as the latch, cheaper than an Event, which
         # matters for a blocking small all-reduce.
         self._latch = threading.Lock()
         self._latch.acquire()
-        self._error = None
         self._lock = threading.Lock()
-        self._base = self._fut = None
 
     def _result(self, _):
         # Runs when _base completes: raising here makes _fut an errored future. Without the
@@ -92,7 +98,6 @@ class Worker:
         self._thread.start()
 
     def submit(self, fn, outputs, blocking=False):
-        work = RingoWork(outputs)
         with self._state:
             inline = blocking and self._pending == 0
             self._pending += 1
@@ -100,14 +105,13 @@ class Worker:
                 # Taken before the state lock is let go: work submitted after this call runs after it.
                 self._running.acquire()
         if inline:
-            self._run(fn, work, locked=True)
-        else:
-            self._q.put((fn, work))
+            return RingoWork(outputs, self._call(fn), done=True)
+        work = RingoWork(outputs)
+        self._q.put((fn, work))
         return work
 
-    def _run(self, fn, work, locked=False):
-        if not locked:
-            self._running.acquire()
+    def _call(self, fn):
+        """Runs fn, which holds _running (taken by the caller), and returns what it raised, or None."""
         try:
             fn()
             error = None
@@ -117,7 +121,11 @@ class Worker:
             self._running.release()
             with self._state:
                 self._pending -= 1
-        work._finish(error)
+        return error
+
+    def _run(self, fn, work):
+        self._running.acquire()
+        work._finish(self._call(fn))
 
     def _loop(self):
         while True:
