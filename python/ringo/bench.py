@@ -1,7 +1,8 @@
 # bench.py — `python -m ringo.bench`: torch.distributed all-reduce with backend "ringo" against
-# "gloo" on the same ranks, interleaved A B A B (float32 sum, 4 KiB to 256 MiB, N = 2 and 4) in
-# nccl-tests' columns with the busbw ratio and the torch-side overhead over ringo-bench's C time;
-# then a DDP step-time comparison. Smoke-tested by python/tests/test_bench.py.
+# "gloo" on the same ranks, interleaved A B C A B C with ringo's own C call on the same communicator
+# (float32 sum, 4 KiB to 256 MiB, N = 2 and 4), in nccl-tests' columns with the busbw ratio and the
+# torch-side overhead over the C time; then a DDP step-time comparison. Smoke-tested by
+# python/tests/test_bench.py.
 import argparse
 import json
 import os
@@ -27,16 +28,19 @@ def _parse(argv):
     p.add_argument("-r", "--reps", type=int, default=3, help="A B rounds per size (default 3; the median is shown)")
     p.add_argument("--ddp-params", default="20M", help="parameters of the DDP model (default 20M; 0: no DDP run)")
     p.add_argument("--ddp-steps", type=int, default=10, help="timed DDP steps per backend (default 10)")
-    p.add_argument("--no-c", action="store_true", help="skip ringo-bench (the C numbers the overhead column needs)")
     p.add_argument("-J", "--json", help="also write every figure as JSON to this file")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
 # --- one rank ----------------------------------------------------------------------------------------
-def _iters(size, n):
-    """Timed iterations of one round: about 200 MB of traffic, from 3 (256 MiB) to 200 (small)."""
-    return max(3, min(200, int(2e8 // (size * n))))
+def _iters(seconds, dist):
+    """Timed iterations of one round from one call's time in the warm-up: about 50 ms of calls, at
+    least 3 and at most 5000, the same on every rank (the slowest rank's estimate)."""
+    import torch
+    t = torch.tensor([seconds], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return max(3, min(5000, int(0.05 / max(t.item(), 1e-7))))
 
 
 def _time_allreduce(dist, torch, t, group, iters):
@@ -47,18 +51,33 @@ def _time_allreduce(dist, torch, t, group, iters):
     return (time.perf_counter() - t0) / iters
 
 
-def _sweep(dist, torch, args, gloo):
+def _time_c(dist, comm, t, gloo, iters):
+    """The same all-reduce as ringoAllReduce straight through ctypes on the group's communicator:
+    the C time the torch-side overhead is measured against, in this process and round."""
+    from . import _lib
+    p, n, dt, op = t.data_ptr(), t.numel(), _lib.DTYPES["float32"], _lib.OPS["sum"]
+    call = comm.all_reduce_ptr
+    dist.barrier(group=gloo)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        call(p, p, n, dt, op)
+    return (time.perf_counter() - t0) / iters
+
+
+def _sweep(dist, torch, args, gloo, comm):
     n = dist.get_world_size()
     rows, size = [], _bytes(args.minbytes)
     while size <= _bytes(args.maxbytes):
         t = torch.zeros(size // 4)
-        iters = _iters(size, n)
-        for g in (None, gloo):  # warm-up: links, buffers, first-touch of the pages
-            _time_allreduce(dist, torch, t, g, 2)
-        times = {"ringo": [], "gloo": []}
-        for _ in range(args.reps):  # A B A B: load changes hit both alike
-            times["ringo"].append(_time_allreduce(dist, torch, t, None, iters))
-            times["gloo"].append(_time_allreduce(dist, torch, t, gloo, iters))
+        # Warm-up (links, buffers, first touch of the pages), which also sizes each one's rounds.
+        runs = {"ringo": lambda k: _time_allreduce(dist, torch, t, None, k),
+                "gloo": lambda k: _time_allreduce(dist, torch, t, gloo, k),
+                "c": lambda k: _time_c(dist, comm, t, gloo, k)}
+        iters = {k: _iters(min(run(3) for _ in range(2)), dist) for k, run in runs.items()}
+        times = {k: [] for k in runs}
+        for _ in range(args.reps):  # A B C A B C: load changes hit all alike
+            for k, run in runs.items():
+                times[k].append(run(iters[k]))
         rows.append({"size": size, "count": size // 4, "iters": iters,
                      **{k + "_us": statistics.median(v) * 1e6 for k, v in times.items()}})
         size *= 2
@@ -108,7 +127,8 @@ def _worker(args):
     import ringo.torch  # noqa: F401 - registers "ringo"
     dist.init_process_group("ringo")
     gloo = dist.new_group(backend="gloo")
-    out = {"nranks": dist.get_world_size(), "rows": _sweep(dist, torch, args, gloo)}
+    comm = dist.distributed_c10d._get_default_group().ringo_comm  # the group is a ProcessGroupRingo
+    out = {"nranks": dist.get_world_size(), "rows": _sweep(dist, torch, args, gloo, comm)}
     if _bytes(args.ddp_params) > 0:
         out["ddp"] = _ddp(dist, torch, args, gloo)
     if dist.get_rank() == 0:
@@ -138,17 +158,7 @@ def _launch(n, args, argv):
     return data
 
 
-def _c_times(n, args):
-    """ringo-bench's in-place all-reduce time per size (µs), the C side of the overhead column."""
-    from .teach import tool
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        subprocess.run([tool("ringo-bench"), "-N", str(n), "-b", args.minbytes, "-e", args.maxbytes, "-c", "0",
-                        "-J", f.name], check=True, stdout=subprocess.DEVNULL)
-        rows = json.load(open(f.name))["rows"]
-    return {r["size"]: r["ip_time_us"] for r in rows}
-
-
-def _print(data, c_times):
+def _print(data):
     n = data["nranks"]
     bus = 2 * (n - 1) / n
     print(f"# N = {n}: torch.distributed.all_reduce, float32 sum, in place; ringo then gloo, A B A B, medians")
@@ -156,8 +166,8 @@ def _print(data, c_times):
           f"{'gloo us':>10} {'algbw':>7} {'busbw':>7} | {'ratio':>6} | {'C us':>9} {'torch+':>8}")
     for r in data["rows"]:
         alg_r, alg_g = r["size"] / r["ringo_us"] / 1e3, r["size"] / r["gloo_us"] / 1e3
-        c = c_times.get(r["size"]) if c_times else None
-        cs = f"{c:9.2f} {r['ringo_us'] - c:8.2f}" if c is not None else f"{'-':>9} {'-':>8}"
+        c = r["c_us"]
+        cs = f"{c:9.2f} {r['ringo_us'] - c:8.2f}"
         print(f"  {r['size']:>10} {r['count']:>10} {'float':>7} {'sum':>5} | {r['ringo_us']:10.2f} {alg_r:7.3f} "
               f"{alg_r * bus:7.3f} | {r['gloo_us']:10.2f} {alg_g:7.3f} {alg_g * bus:7.3f} | "
               f"{r['gloo_us'] / r['ringo_us']:6.2f} | {cs}")
@@ -165,7 +175,8 @@ def _print(data, c_times):
     if d:
         print(f"# DDP step, {d['params'] / 1e6:.1f} M parameters, batch 8, median of {d['steps']}: ringo "
               f"{d['ringo_ms']:.1f} ms, gloo {d['gloo_ms']:.1f} ms, gloo/ringo {d['gloo_ms'] / d['ringo_ms']:.2f}")
-    print("#  ratio = ringo busbw / gloo busbw; C us = ringo-bench's in-place time; torch+ = ringo us - C us")
+    print("#  ratio = ringo busbw / gloo busbw; C us = ringoAllReduce through ctypes on the same communicator, in the "
+          "same rounds; torch+ = ringo us - C us")
 
 
 def main(argv=None):
@@ -177,8 +188,7 @@ def main(argv=None):
     results = []
     for n in (int(x) for x in args.nranks.split(",")):
         data = _launch(n, args, argv)
-        data["c_us"] = None if args.no_c else _c_times(n, args)
-        _print(data, data["c_us"])
+        _print(data)
         results.append(data)
         sys.stdout.flush()
     if args.json:
