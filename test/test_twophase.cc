@@ -182,7 +182,9 @@ TEST(TwoPhase, TimeoutNamesThePeerAndTheCall) {
     const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(ringoTimeout, ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, t.comms[0], nullptr));
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_GE(waited, 1.0);
+    // The first rank to time out poisons the board, so a rank that entered a little after it ends
+    // with its error a little before its own RINGO_TIMEOUT (by the ranks' skew at entry).
+    EXPECT_GE(waited, 0.9);
     EXPECT_LT(waited, 2.0);
     const std::string msg = ringoGetLastError(t.comms[0]);
     for (const char* part : {"rank 1 to join", "ringoAllReduce #0", "two-phase board"})

@@ -10,13 +10,15 @@ import pytest
 pytest.importorskip("mpi4py")
 
 PROGRAM = """
+import sys
 import numpy as np, ringo
 from mpi4py import MPI
 comm = ringo.Comm.from_mpi()
 x = np.full(1000, comm.rank + 1, np.float64)
 comm.all_reduce(x)
 assert comm.size == MPI.COMM_WORLD.Get_size() and (x == 3).all(), x[:4]
-print("mpi rank", comm.rank, "ok", flush=True)
+sys.stdout.write(f"mpi rank {comm.rank} ok\\n")  # one write, even unbuffered: lines cannot interleave
+sys.stdout.flush()
 comm.destroy()
 """
 

@@ -29,7 +29,7 @@ static size_t env_bytes(const char* name, size_t dflt, size_t lo, size_t hi) {
   else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
   else if (end && (*end == 'G' || *end == 'g')) v <<= 30;
   if (end == s || v < lo || v > hi) {
-    if (dflt == RINGO_ONESHOT_PER_PEER || dflt == 0) /* RINGO_TWOPHASE_DEFAULT too: the same value */ /* a default the communicator picks later */
+    if (dflt == RINGO_ONESHOT_PER_PEER || dflt == 0) /* a default the communicator picks later (either sentinel) */
       RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using the default", name, s, lo, hi);
     else
       RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using %zu", name, s, lo, hi, dflt);

@@ -1,7 +1,8 @@
 /* select.c — ONE TABLE of the host engine's algorithms: for each, when it fits a collective, how it
  * makes its links at init, and how it runs; the choice is made here and nowhere else. On a
  * communicator with a board every host collective is also a board op: the one-shot and two-phase
- * entries run on it, the others post their fingerprint there (the one-shot's contract, oneshot.h). Tested by test/test_collectives.cc, test_oneshot.cc, test_naive.cc,
+ * entries run on it, the others post their fingerprint there (the one-shot's contract, oneshot.h).
+ * Tested by test/test_collectives.cc, test_oneshot.cc, test_twophase.cc, test_naive.cc,
  * test_staged.cc and the MPI suites (gather, two-level). */
 #include "engine/select.h"
 
