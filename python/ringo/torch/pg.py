@@ -7,8 +7,8 @@ import torch.distributed as dist
 
 from .. import _lib, comm as _comm
 from ..comm import Comm, Error
-from .tensors import byte_view, check_device, op_name, ptr, reduce_view
-from .worker import Worker
+from .tensors import DTYPE_CODES, PLAIN_OP_CODES, byte_view, check_device, op_name, ptr, reduce_view
+from .worker import QUEUED, Worker, done_work
 
 
 def _contiguous(t):
@@ -93,6 +93,10 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._comm.all_reduce_ptr(ptr(v), ptr(v), v.numel(), dt, _lib.OPS[op])
 
     def allreduce(self, tensors, opts=None):
+        if opts is not None and not opts.asyncOp and len(tensors) == 1:
+            work = self._allreduce_here(tensors, opts)
+            if work is not None:
+                return work
         op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         views = [reduce_view(t, op, "allreduce tensor") for t in tensors]
         if len(tensors) == 1 and factor is None and tensors[0].is_contiguous():
@@ -108,6 +112,19 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 self._reduce_in_place(c, op, factor)
                 _write_back(t, c)
         return self._submit(run, tensors, opts)
+
+    def _allreduce_here(self, tensors, opts):
+        """dist.all_reduce's usual call, blocking on one contiguous CPU tensor of a real dtype with
+        a plain op, run on this thread with as little Python as it needs: the torch-side cost of
+        a small all-reduce is this function. None when the call is not that one, or work is queued."""
+        t = tensors[0]
+        dt = DTYPE_CODES.get(t.dtype)
+        op = PLAIN_OP_CODES.get(opts.reduceOp.op.value)
+        if dt is None or op is None or not t.is_cpu or not t.is_contiguous():
+            return None
+        p = t.data_ptr() if t.numel() else None
+        error = self._worker.run_here(self._comm.all_reduce_ptr, p, p, t.numel(), dt, op)
+        return None if error is QUEUED else done_work(tensors, error)
 
     def allreduce_coalesced(self, tensors, opts=None):
         """One all-reduce per dtype over the tensors packed end to end (as Gloo coalesces)."""

@@ -17,6 +17,12 @@ _R = dist.ReduceOp.RedOpType
 OPS = {_R.SUM: "sum", _R.AVG: "avg", _R.PRODUCT: "prod", _R.MIN: "min", _R.MAX: "max",
        _R.PREMUL_SUM: "sum"}
 
+# The fast path's tables, keyed by what is cheapest to read per call: torch.dtype, and the op's
+# integer value (hashing the pybind enum itself costs a microsecond). Real dtypes and the ops
+# that take no factor only; everything else goes the general way.
+DTYPE_CODES = {t: _lib.DTYPES[name] for t, name in DTYPES.items()}
+PLAIN_OP_CODES = {int(k.value): _lib.OPS[name] for k, name in OPS.items() if k != _R.PREMUL_SUM}
+
 
 def check_device(t, what):
     if not t.is_cpu:

@@ -17,19 +17,18 @@ class RingoWork(Work):
     get_future() gives a future that completes with the outputs, or in error (as a C++ future
     error, so DDP's reducer sees it too). The future is made only when asked for."""
 
-    _FINISHED = contextlib.nullcontext()  # the lock of work born done: nothing changes any more
+    # Work that ran on the caller's thread is born done: these class defaults describe it, so
+    # making one costs the C++ object and one attribute (a blocking small all-reduce pays it).
+    _done = True
+    _error = None
+    _base = _fut = None
+    _lock = contextlib.nullcontext()  # nothing changes any more, nothing to guard
 
-    def __init__(self, outputs, error=None, done=False):
+    def __init__(self, outputs):
         super().__init__()
         self._outputs = outputs
-        self._done = done
-        self._error = error
-        self._base = self._fut = None
-        if done:  # ran on the caller's thread: no latch to wait on, nothing to guard
-            self._lock = self._FINISHED
-            return
-        # Held until the work is done: a plain lock as the latch, cheaper than an Event, which
-        # matters for a blocking small all-reduce.
+        self._done = False
+        # Held until the work is done: a plain lock as the latch, cheaper than an Event.
         self._latch = threading.Lock()
         self._latch.acquire()
         self._lock = threading.Lock()
@@ -84,6 +83,22 @@ class RingoWork(Work):
         self.wait()
 
 
+QUEUED = object()  # run_here's answer when the call has to wait its turn on the worker
+
+
+def done_work(outputs, error=None):
+    """The work of a call that already ran on the caller's thread."""
+    work = _DoneWork()
+    work._outputs = outputs
+    if error is not None:
+        work._error = error
+    return work
+
+
+class _DoneWork(RingoWork):
+    __init__ = Work.__init__  # the C++ object alone: RingoWork's class defaults say done
+
+
 class Worker:
     """A daemon thread running queued (function, work) pairs first in, first out. After the first
     failure the communicator is in error (ringo poisons it), so later work fails fast with the
@@ -98,17 +113,34 @@ class Worker:
         self._thread.start()
 
     def submit(self, fn, outputs, blocking=False):
+        """The work of fn: run here when blocking and nothing is queued, else queued in order."""
+        if blocking:
+            error = self.run_here(fn)
+            if error is not QUEUED:
+                return done_work(outputs, error)
         with self._state:
-            inline = blocking and self._pending == 0
             self._pending += 1
-            if inline:
-                # Taken before the state lock is let go: work submitted after this call runs after it.
-                self._running.acquire()
-        if inline:
-            return RingoWork(outputs, self._call(fn), done=True)
         work = RingoWork(outputs)
         self._q.put((fn, work))
         return work
+
+    def run_here(self, fn, *args):
+        """Runs fn(*args) on the caller's thread when no work is queued or running, and returns
+        what it raised (None when it succeeded); returns QUEUED, running nothing, otherwise."""
+        # Nothing queued, and the right to run taken; looked at again once taken, because work
+        # submitted before it must run first. Work submitted after waits on _running.
+        if self._pending or not self._running.acquire(False):
+            return QUEUED
+        if self._pending:
+            self._running.release()
+            return QUEUED
+        try:
+            fn(*args)
+            return None
+        except BaseException as e:  # noqa: BLE001 - the caller raises it from wait()
+            return e
+        finally:
+            self._running.release()
 
     def _call(self, fn):
         """Runs fn, which holds _running (taken by the caller), and returns what it raised, or None."""
