@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh — the installed tree, as a C or C++ user meets it: `make install PREFIX=<tmp>`, then the
 # README's example (test/install/example.c) built with pkg-config and with a 5-line CMakeLists.txt
-# using find_package(ringo), each against both libraries, and run. Run by `make test`: test/install/run.sh [BUILD]
+# using find_package(ringo), each against both libraries, and run; then the README's own C program.
+# Run by `make test`: test/install/run.sh [BUILD]
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build}
@@ -73,6 +74,19 @@ EOF
   "$src/build/example"
 }
 
+readme_program() {  # the README's "Using it from C" program as a user copies it, built and run
+  local src=$work/allreduce.c out=$work/allreduce
+  awk '/^## Using it from C/{on=1} on&&/^```c$/{grab=1; next} grab&&/^```$/{exit} grab' "$repo/README.md" > "$src"
+  grep -q ringoAllReduce "$src" || { echo "no C program under the README's 'Using it from C'"; return 1; }
+  export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+  # shellcheck disable=SC2046  # pkg-config's words are meant to split
+  cc "$src" -o "$out" $(pkg-config --cflags --libs ringo) || return 1
+  LD_LIBRARY_PATH=$prefix/lib "$out" > "$work/allreduce.out" || return 1
+  cat "$work/allreduce.out"
+  # What the README says every rank prints.
+  [ "$(grep -c 'grad\[0\] = 6, sent 6291456 bytes' "$work/allreduce.out")" -eq 4 ] && echo "example: the README's program, 4 ranks as documented"
+}
+
 echo "=== test/install/run.sh: make install PREFIX=$prefix"
 case_ make_install installed
 if [ "$failed" -eq 0 ]; then
@@ -80,6 +94,7 @@ if [ "$failed" -eq 0 ]; then
   case_ pkg_config_static with_pkg_config static
   case_ cmake_find_package with_cmake ringo
   case_ cmake_find_package_static with_cmake ringo_static
+  case_ readme_program readme_program
 fi
 if [ -n "${RINGO_TALLY:-}" ]; then
   echo "$passed $failed 0" >> "$RINGO_TALLY"
