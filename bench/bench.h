@@ -39,10 +39,11 @@ static const char* const type_alias[RINGO_NUM_TYPES] = {"char", "uchar", "int", 
     "half", "float", "double", "bf16"};
 static const size_t type_size[RINGO_NUM_TYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 static const char* const op_names[RINGO_NUM_OPS] = {"sum", "prod", "max", "min", "avg"};
-/* --compare: the library timed beside ringo, its key (JSON, column names) and its name. */
-enum { CMP_NONE, CMP_MPI, CMP_GLOO };
-static const char* const cmp_keys[] = {"", "mpi", "gloo"};
-static const char* const cmp_names[] = {"", "Open MPI", "Gloo"};
+/* --compare: the library timed beside ringo, its key (JSON, column names) and its name. CMP_ALT is
+ * ringo itself on a second communicator made with other RINGO_* settings (--compare ringo:...). */
+enum { CMP_NONE, CMP_MPI, CMP_GLOO, CMP_ALT };
+static const char* const cmp_keys[] = {"", "mpi", "gloo", "alt"};
+static const char* const cmp_names[] = {"", "Open MPI", "Gloo", "ringo (alt)"};
 static const char* const coll_names[NUM_COLLS] = {"all_reduce", "reduce_scatter", "all_gather",
                                                   "broadcast", "reduce", "sendrecv"};
 
@@ -51,6 +52,7 @@ struct opts {
   int stepfactor;               /* > 1: multiply; 0: add stepbytes */
   int iters, warmup, check, root, nranks, coll, bound, iters_explicit, nranks_explicit;
   int compare;                  /* --compare: CMP_MPI or CMP_GLOO times that library's collective beside ringo's */
+  const char* alt_settings;     /* --compare ringo:VAR=VALUE,...: the second communicator's settings */
   int force_mpi;                /* --mpi: one rank per process even without mpirun's variables */
   int ntypes, types[RINGO_NUM_TYPES], nops, ops[RINGO_NUM_OPS];
   double timeout_s;
@@ -107,6 +109,7 @@ struct bench {
   double busbw_sum;
   uint64_t wrong_total, cmp_wrong_total;
   struct gloo_side* gloo;       /* --compare gloo: this rank's Gloo context (bench_compare.h) */
+  ringoComm_t alt;              /* --compare ringo:...: the second communicator (bench_compare.h) */
 };
 
 static double now_s(void) {

@@ -1,7 +1,8 @@
-/* bench_compare.h — ringo-bench's --compare: the other library (Open MPI, or Gloo as PyTorch runs it on
- * CPUs) on ringo's buffers, call by call beside ringo: which rows it can run, its untimed barrier, one
- * call, the notes before the table. Header-only, needs bench.h, bench_mpi.h, bench_launch.h and, with
- * RINGO_HAVE_GLOO, bench_gloo.h. Run: mpirun -np 4 ringo-bench --compare mpi; ringo-bench --compare gloo. */
+/* bench_compare.h — ringo-bench's --compare: the other library (Open MPI, Gloo as PyTorch runs it on
+ * CPUs, or ringo itself with other settings) on ringo's buffers, call by call beside ringo: which rows
+ * it can run, its untimed barrier, one call, the notes before the table. Header-only, needs bench.h,
+ * bench_mpi.h, bench_launch.h and, with RINGO_HAVE_GLOO, bench_gloo.h. Run: mpirun -np 4 ringo-bench
+ * --compare mpi; ringo-bench --compare gloo; ringo-bench --compare ringo:RINGO_ALGO=ring. */
 #ifndef RINGO_BENCH_COMPARE_H_
 #define RINGO_BENCH_COMPARE_H_
 
@@ -45,6 +46,62 @@ static int all_on_one_host(const struct bench* b) {
 }
 #endif /* RINGO_HAVE_GLOO */
 
+/* --compare ringo:VAR=VALUE,...: whether every item names a RINGO_* variable and gives it a value. */
+static int alt_settings_valid(const char* s) {
+  if (!*s || strlen(s) >= 1024) return 0;
+  int items = 0;
+  for (const char* item = s; item; item = strchr(item, ',') ? strchr(item, ',') + 1 : NULL) {
+    if (++items > 16) return 0;
+    const char* eq = strchr(item, '=');
+    const char* end = strchr(item, ',');
+    if (strncmp(item, "RINGO_", 6) || !eq || (end && eq > end) || eq == item + 6) return 0;
+  }
+  return 1;
+}
+
+/* Sets (restore = 0) the settings' variables in this process, keeping what they were in saved, or
+ * puts back what saved kept (restore = 1). The library reads them when a communicator is made. */
+static void alt_environment(const char* settings, char saved[][2][256], int restore) {
+  char copy[1024];
+  snprintf(copy, sizeof copy, "%s", settings);
+  int k = 0;
+  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item && k < 16; item = strtok_r(NULL, ",", &save), k++) {
+    char* eq = strchr(item, '=');
+    *eq = '\0';
+    if (restore) {
+      if (saved[k][1][0]) setenv(item, saved[k][0], 1);
+      else unsetenv(item);
+      continue;
+    }
+    const char* was = getenv(item);
+    snprintf(saved[k][0], sizeof saved[k][0], "%s", was ? was : "");
+    saved[k][1][0] = was != NULL;
+    setenv(item, eq + 1, 1);
+  }
+}
+
+/* The second communicator of --compare ringo:...: the same ranks, made while the settings are in the
+ * environment. Forked ranks take rank 0's fresh id over the bench's own coordination. Collective. */
+static void alt_open(struct bench* b) {
+  char saved[16][2][256];
+  ringoUniqueId id;
+  memset(&id, 0, sizeof id);
+#ifdef RINGO_HAVE_MPI
+  if (!b->L->mpi)
+#endif
+  {
+    if (b->rank == 0) RB_CHECK(b, ringoGetUniqueId(&id));
+    coord_allreduce(b, &id, sizeof id, ringoUint8, ringoMax); /* the others' zeros give rank 0's bytes */
+  }
+  alt_environment(b->o->alt_settings, saved, 0);
+#ifdef RINGO_HAVE_MPI
+  if (b->L->mpi) RB_CHECK(b, ringoCommInitMPI(&b->alt, MPI_COMM_WORLD));
+  else
+#endif
+    RB_CHECK(b, ringoCommInitRank(&b->alt, b->nranks, id, b->rank));
+  alt_environment(b->o->alt_settings, saved, 1);
+}
+
 /* Why the --compare library cannot run this row as ringo does, or NULL when it can. */
 static const char* cmp_skip_reason(const struct bench* b, const struct row* w) {
 #ifdef RINGO_HAVE_MPI
@@ -53,6 +110,7 @@ static const char* cmp_skip_reason(const struct bench* b, const struct row* w) {
 #ifdef RINGO_HAVE_GLOO
   if (b->o->compare == CMP_GLOO) return gloo_skip_reason(b->o->coll, w);
 #endif
+  if (b->o->compare == CMP_ALT) return NULL;
   (void)w;
   return b->o->compare ? "not built with it" : "no --compare";
 }
@@ -60,12 +118,13 @@ static const char* cmp_skip_reason(const struct bench* b, const struct row* w) {
 /* The library runs beside ringo when asked, when it is up (MPI: launched by mpirun), and when it has
  * the row's collective, type and op. */
 static int row_uses_cmp(const struct bench* b, const struct row* w) {
-  const int up = b->o->compare == CMP_MPI ? b->L->mpi : b->o->compare == CMP_GLOO && b->gloo;
+  const int up = b->o->compare == CMP_MPI ? b->L->mpi : b->o->compare == CMP_GLOO ? b->gloo != NULL : b->alt != NULL;
   return up && !cmp_skip_reason(b, w);
 }
 
 /* Connects the --compare library's side where it needs it (Gloo: a context over TCP); collective. */
 static void cmp_open(struct bench* b) {
+  if (b->o->compare == CMP_ALT) alt_open(b);
 #ifdef RINGO_HAVE_GLOO
   if (b->o->compare != CMP_GLOO) return;
   char err[512] = "";
@@ -78,6 +137,8 @@ static void cmp_open(struct bench* b) {
 }
 
 static void cmp_close(struct bench* b) {
+  if (b->alt) RB_CHECK(b, ringoCommDestroy(b->alt));
+  b->alt = NULL;
 #ifdef RINGO_HAVE_GLOO
   if (b->gloo) gloo_side_close(b->gloo);
   b->gloo = NULL;
@@ -87,7 +148,8 @@ static void cmp_close(struct bench* b) {
 }
 
 /* An untimed barrier of the --compare library before each call, ringo's and its own, so each call
- * starts with the ranks together; none passes through ringo, whose counters see only ringo's calls. */
+ * starts with the ranks together; none passes through ringo, whose counters see only ringo's calls.
+ * ringo against itself has none: both sides start as the other left the ranks, alike. */
 static void cmp_barrier(const struct bench* b) {
   if (getenv("RINGO_BENCH_NO_QUIET_BARRIER")) return;
 #ifdef RINGO_HAVE_MPI
@@ -129,6 +191,9 @@ static void cmp_run_checked(const struct bench* b, const struct row* w, int inpl
 static void print_cmp_notes(const struct bench* b) {
   const struct opts* o = b->o;
   const int c = o->coll;
+  if (o->compare == CMP_ALT)
+    printf("# Compared with: ringo on a second communicator made with %s (the same buffers, interleaved "
+           "per iteration, no barrier between calls)\n", o->alt_settings);
   if (o->compare == CMP_MPI) {
 #ifdef RINGO_HAVE_MPI
     char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";

@@ -39,7 +39,10 @@ static void usage(FILE* f) {
           "                        interleaved with ringo's (A B A B), and print both and their\n"
           "                        ratio. L: mpi (needs mpirun: mpirun -np 4 ringo-bench --compare\n"
           "                        mpi) or gloo (Gloo over TCP, as PyTorch's gloo backend; forked\n"
-          "                        ranks or mpirun; GLOO_SOCKET_IFNAME picks the interface)\n"
+          "                        ranks or mpirun; GLOO_SOCKET_IFNAME picks the interface), or\n"
+          "                        ringo:VAR=VALUE[,VAR=VALUE...]: ringo itself on a second\n"
+          "                        communicator made with those RINGO_* settings (A B in one\n"
+          "                        launch: ringo:RINGO_ALGO=ring, ringo:RINGO_TWOPHASE_BYTES=0)\n"
           "      --algo A          auto (default: ranks of one host run collectives of at most\n"
           "                        RINGO_ONESHOT_BYTES per rank one-shot, all-reduces of at most\n"
           "                        RINGO_TWOPHASE_BYTES in two phases, the rest on the ring),\n"
@@ -108,7 +111,13 @@ static void apply_opt(struct opts* o, int c, const char* arg) {
               o->coll = colls[0]; break;
     case 'B': o->bound = 1; break;
     case 'T': o->timeout_s = atof(arg); if (o->timeout_s <= 0) bad_arg("timeout", arg); break;
-    case 'M': if (strcmp(arg, "mpi") && strcmp(arg, "gloo")) bad_arg("--compare (mpi or gloo)", arg);
+    case 'M': if (!strncmp(arg, "ringo:", 6)) {
+                if (!alt_settings_valid(arg + 6)) bad_arg("--compare ringo: settings (RINGO_VAR=VALUE,...)", arg);
+                o->compare = CMP_ALT;
+                o->alt_settings = arg + 6;
+                break;
+              }
+              if (strcmp(arg, "mpi") && strcmp(arg, "gloo")) bad_arg("--compare (mpi, gloo or ringo:VAR=VALUE,...)", arg);
               o->compare = strcmp(arg, "mpi") ? CMP_GLOO : CMP_MPI; break;
     case 'P': o->force_mpi = 1; break;
     case 'A': if (strcmp(arg, "auto") && strcmp(arg, "ring") && strcmp(arg, "naive"))
@@ -281,34 +290,36 @@ static void prepare(const struct bench* b, const struct row* w, int inplace) {
 /* ---------------------------------------------------------------- running a row */
 
 /* nccl-tests' sendrecv: to the next rank, from the previous one, in one group. */
-static ringoResult_t send_recv(const struct bench* b, const void* s, void* r, size_t count, ringoDataType_t t) {
+static ringoResult_t send_recv(const struct bench* b, ringoComm_t comm, const void* s, void* r, size_t count,
+                               ringoDataType_t t) {
   const int next = (b->rank + 1) % b->nranks, prev = (b->rank + b->nranks - 1) % b->nranks;
   ringoResult_t res = ringoGroupStart();
   if (res != ringoSuccess) return res;
-  res = ringoSend(s, count, t, next, b->comm, NULL);
-  const ringoResult_t got = res == ringoSuccess ? ringoRecv(r, count, t, prev, b->comm, NULL) : res;
+  res = ringoSend(s, count, t, next, comm, NULL);
+  const ringoResult_t got = res == ringoSuccess ? ringoRecv(r, count, t, prev, comm, NULL) : res;
   const ringoResult_t end = ringoGroupEnd(); /* closes the group even after a failed call */
   return got != ringoSuccess ? got : end;
 }
 
-static ringoResult_t coll_run(const struct bench* b, const struct row* w, int inplace) {
+/* The row's collective once on comm: the bench's own communicator, or --compare ringo:...'s. */
+static ringoResult_t coll_run(const struct bench* b, ringoComm_t comm, const struct row* w, int inplace) {
   size_t es = type_size[w->type], per = w->count / (size_t)b->nranks;
   unsigned char *s = inplace ? b->rbuf : b->sbuf, *r = b->rbuf, *mine = r + (size_t)b->rank * per * es;
   ringoDataType_t t = (ringoDataType_t)w->type;
   ringoRedOp_t op = (ringoRedOp_t)(w->op < 0 ? 0 : w->op);
   switch (b->o->coll) {
-    case COLL_SENDRECV: return send_recv(b, s, r, w->count, t);
-    case COLL_ALL_REDUCE: return ringoAllReduce(s, r, w->count, t, op, b->comm, NULL);
-    case COLL_REDUCE_SCATTER: return ringoReduceScatter(s, inplace ? mine : r, per, t, op, b->comm, NULL);
-    case COLL_ALL_GATHER: return ringoAllGather(inplace ? mine : s, r, per, t, b->comm, NULL);
-    case COLL_BROADCAST: return ringoBroadcast(s, r, w->count, t, w->root, b->comm, NULL);
-    default: return ringoReduce(s, r, w->count, t, op, w->root, b->comm, NULL);
+    case COLL_SENDRECV: return send_recv(b, comm, s, r, w->count, t);
+    case COLL_ALL_REDUCE: return ringoAllReduce(s, r, w->count, t, op, comm, NULL);
+    case COLL_REDUCE_SCATTER: return ringoReduceScatter(s, inplace ? mine : r, per, t, op, comm, NULL);
+    case COLL_ALL_GATHER: return ringoAllGather(inplace ? mine : s, r, per, t, comm, NULL);
+    case COLL_BROADCAST: return ringoBroadcast(s, r, w->count, t, w->root, comm, NULL);
+    default: return ringoReduce(s, r, w->count, t, op, w->root, comm, NULL);
   }
 }
 
 /* Runs the row's collective once; a library error ends this rank, naming what failed. */
-static void coll_checked(const struct bench* b, const struct row* w, int inplace) {
-  ringoResult_t res = coll_run(b, w, inplace);
+static void coll_checked(const struct bench* b, ringoComm_t comm, const struct row* w, int inplace) {
+  ringoResult_t res = coll_run(b, comm, w, inplace);
   if (res == ringoSuccess) return;
   char what[160], root[32] = "";
   if (w->root >= 0) snprintf(root, sizeof root, ", root %d", w->root);
@@ -322,7 +333,8 @@ static void coll_checked(const struct bench* b, const struct row* w, int inplace
 static double timed_call(const struct bench* b, const struct row* w, int inplace, int other) {
   if (w->cmp) cmp_barrier(b);
   double t0 = now_s();
-  if (!other) coll_checked(b, w, inplace);
+  if (!other) coll_checked(b, b->comm, w, inplace);
+  else if (b->o->compare == CMP_ALT) coll_checked(b, b->alt, w, inplace);
   else cmp_run_checked(b, w, inplace);
   return now_s() - t0;
 }
@@ -455,7 +467,7 @@ static int finish(struct bench* b) {
   if (b->rank == 0) {
     printf("# Out of bounds values : %llu %s\n", (unsigned long long)b->wrong_total, b->wrong_total ? "FAILED" : "OK");
     if (b->o->compare)
-      printf("# %s : %llu %s\n", b->o->compare == CMP_MPI ? "MPI out of bounds   " : "Gloo out of bounds  ",
+      printf("# %s : %llu %s\n", b->o->compare == CMP_MPI ? "MPI out of bounds   " : b->o->compare == CMP_ALT ? "alt out of bounds   " : "Gloo out of bounds  ",
              (unsigned long long)b->cmp_wrong_total, b->cmp_wrong_total ? "FAILED" : "OK");
     printf("# Avg bus bandwidth    : %g \n#\n", avg);
     fflush(stdout);

@@ -1,6 +1,7 @@
 // test_bench.cc — ringo-bench (bench/ringo-bench.c) end to end: every collective, every dtype, a few
 // sizes with forked ranks, must end with "# Out of bounds values : 0 OK" and the ring law met; bad
-// flags must be refused; --compare gloo must run Gloo beside ringo, checked. Runs the binary built
+// flags must be refused; --compare gloo must run Gloo beside ringo, checked, and --compare ringo:...
+// a second ringo communicator with its own settings. Runs the binary built
 // beside this test (build/bin); the ASan stage runs the ASan-built one. Run: make test.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -168,8 +169,43 @@ TEST(Bench, CompareGlooEmptyRowsAndOneRank) {
   }
 }
 
+// --compare ringo:...: ringo on a second communicator made with the settings, beside the first, both
+// checked. Its trace (RINGO_TRACE, set for the second one only) holds ring steps (RINGO_ALGO=ring)
+// where the first, on its defaults, runs these sizes two-phase: the settings reached that communicator.
+TEST(Bench, CompareRingoRunsASecondCommunicatorWithItsSettings) {
+  const std::string trace = testing::TempDir() + "ringo_bench_alt_" + std::to_string(getpid()) + ".json";
+  unlink(trace.c_str());
+  for (const char* coll : {"all_reduce", "sendrecv"}) {
+    const ToolRun r = RunBench(std::string("-N 3 -C ") + coll + " -b 4K -e 64K -f 4 -n 3 -w 1 -d int8 -o all" +
+                               " --compare ringo:RINGO_ALGO=ring,RINGO_TRACE=" + trace);
+    ASSERT_EQ(0, r.status) << r.out;
+    EXPECT_NE(std::string::npos, r.out.find("# Compared with: ringo on a second communicator made with RINGO_ALGO=ring,"))
+        << r.out;
+    EXPECT_NE(std::string::npos, r.out.find("# alt out of bounds    : 0 OK")) << r.out;
+    const auto rows = Rows(r.out);
+    ASSERT_EQ(std::string(coll) == "sendrecv" ? 3u : 15u, rows.size()) << r.out;
+    for (const auto& row : rows) {
+      ASSERT_EQ(19u, row.size()) << r.out;
+      EXPECT_GT(std::stod(row[15]), 0.0) << "alt time, " << row[2] << " " << row[0];
+      EXPECT_EQ("0", row[17]) << "alt's wrong elements, " << row[2] << " " << row[0];
+      EXPECT_GT(std::stod(row[18]), 0.0) << "ringo/alt, " << row[2] << " " << row[0];
+    }
+  }
+  FILE* f = fopen(trace.c_str(), "r");
+  ASSERT_NE(nullptr, f) << "the second communicator wrote no trace: " << trace;
+  std::string text;
+  char buf[4096];
+  for (size_t got; (got = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, got);
+  fclose(f);
+  unlink(trace.c_str());
+  EXPECT_NE(std::string::npos, text.find("reduce-scatter step")) << text.substr(0, 2000);
+  EXPECT_EQ(std::string::npos, text.find("two-phase")) << "the first communicator's calls are not traced";
+}
+
 TEST(Bench, BadFlagsAreRefusedWithTheUsageCode) {
-  for (const char* args : {"-C allreduce_typo", "-d float128", "-b 2M -e 1M", "-N 0", "--compare nccl"}) {
+  for (const char* args : {"-C allreduce_typo", "-d float128", "-b 2M -e 1M", "-N 0", "--compare nccl",
+                           "--compare ringo:", "--compare ringo:ALGO=ring", "--compare ringo:RINGO_ALGO",
+                           "--compare ringo:RINGO_=1", "--compare ringo:RINGO_ALGO=ring,NOT_OURS=1"}) {
     const ToolRun r = RunBench(args);
     EXPECT_EQ(2, r.status) << args << ":\n" << r.out;
     EXPECT_FALSE(r.out.empty()) << args << ": refused without a word";
