@@ -1,5 +1,6 @@
-/* internals.c — the answers of internals.h: read off the engine's table of algorithms for the C++
- * suites. Compiled as C into the test support objects; used by test_twophase.cc. */
+/* internals.c — the answers of internals.h: read off the engine's table of algorithms and the
+ * communicator for the C++ suites. Compiled as C into the test support objects; used by
+ * test_twophase.cc and test_spin.cc. */
 #include "internals.h"
 
 #include "comm/comm.h"
@@ -12,3 +13,5 @@ const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataT
 }
 
 size_t ringo_test_twophase_default_bytes(int n) { return (size_t)ringo_comm_twophase_default(n); }
+
+int ringo_test_spin(ringoComm_t comm) { return comm->env.spin; }

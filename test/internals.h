@@ -1,6 +1,6 @@
 // internals.h — questions the C++ suites ask of the library's internals, answered in C by
 // internals.c (the communicator's header uses C11 atomics, which C++ cannot include).
-// Used by test_twophase.cc; linked into every suite with the other support objects.
+// Used by test_twophase.cc and test_spin.cc; linked into every suite with the other support objects.
 #ifndef RINGO_TEST_INTERNALS_H_
 #define RINGO_TEST_INTERNALS_H_
 
@@ -17,6 +17,8 @@ extern "C" {
 const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataType_t type);
 /* The two-phase all-reduce's default limit per rank for n ranks (core/core.h), as comm.c sets it. */
 size_t ringo_test_twophase_default_bytes(int n);
+/* How many times comm's waiters poll before they yield (RINGO_SPIN, or comm.c's default). */
+int ringo_test_spin(ringoComm_t comm);
 
 #ifdef __cplusplus
 }

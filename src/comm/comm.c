@@ -52,6 +52,19 @@ static int spans_hosts(const ringoComm_t comm) {
   return 0;
 }
 
+/* Unset RINGO_SPIN: poll before yielding only where this host's ranks of the communicator each have
+ * a CPU this process may run on (core.h says why). Hosts named by RINGO_HOSTNAME may be pretended
+ * on one machine (bench/hosts.sh), whose CPUs the other "hosts" share: no polling there. */
+static int default_spin(const ringoComm_t comm) {
+  char real[sizeof comm->info[0].host] = "";
+  if (gethostname(real, sizeof real - 1) != 0 || strcmp(real, comm->info[comm->rank].host) != 0) return 0;
+  int here = 0;
+  for (int r = 0; r < comm->nranks; r++) here += strcmp(comm->info[r].host, comm->info[comm->rank].host) == 0;
+  cpu_set_t cpus;
+  const int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return here <= ncpus ? RINGO_SPIN_FIT : 0;
+}
+
 static void log_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
   if (!ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_INIT) || comm->rank != 0) return;
   char line[1024];
@@ -414,6 +427,7 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);
   comm->spans_hosts = spans_hosts(comm);
+  if (comm->env.spin < 0) comm->env.spin = default_spin(comm);
   RINGO_CHECK(agreed_naive(comm));
   RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes, &comm->host_slot_bytes));
   /* The algorithms' links come next, from engine/select.c's table. */

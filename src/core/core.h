@@ -67,7 +67,8 @@ struct ringo_env {
   size_t slice_bytes;      /* RINGO_SLICE_BYTES: bytes per FIFO slot; 0 when unset: the ring's default
                               (RINGO_SLICE_ONE_HOST, or RINGO_SLICE_ACROSS_HOSTS when it leaves the host) */
   int nslots;              /* RINGO_NSLOTS: FIFO depth per link, >= 4 (default 4) */
-  int spin;                /* RINGO_SPIN: polls before a waiter yields (default 0: yield at once) */
+  int spin;                /* RINGO_SPIN: polls before a waiter yields (unset, -1 here: RINGO_SPIN_FIT where
+                              this host's ranks of the communicator fit its CPUs, else 0; comm.c) */
   double yield_us;         /* RINGO_YIELD_US: how long a waiter yields before it sleeps (default 200) */
   char hostname[256];      /* RINGO_HOSTNAME: host identity override (default gethostname) */
   char socket_ifname[64];  /* RINGO_SOCKET_IFNAME: interface the bootstrap root binds to */
@@ -103,6 +104,11 @@ struct ringo_env {
 };
 #define RINGO_ONESHOT_PER_PEER ((size_t)-1)
 #define RINGO_TWOPHASE_DEFAULT ((size_t)-1)
+/* Unset RINGO_SPIN where every rank of the host has a CPU of its own: a peer a few hundred ns late
+ * is caught by polling instead of a yield's system call (2 ranks, 4 KiB: 13-20 % faster, measured
+ * within one launch, docs/peers.md). Where ranks outnumber CPUs polling takes the CPU from the rank
+ * that is waited for (1.8-2.1x slower at 4 MiB), so none. */
+#define RINGO_SPIN_FIT 2000
 /* Unset RINGO_TWOPHASE_BYTES: the two-phase all-reduce runs up to this many bytes per rank (where it
  * and the ring cross on the 2-core machine, docs/performance.md: 1 MiB at N = 3), and its board, 2·N
  * slots of that, stays within RINGO_TWOPHASE_BOARD_BYTES. */

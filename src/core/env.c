@@ -48,9 +48,8 @@ void ringo_env_read(struct ringo_env* env) {
   /* Slots hold whole elements of any type: keep them a multiple of 64 bytes. */
   env->slice_bytes = env_bytes("RINGO_SLICE_BYTES", 0, 256, 64 << 20) & ~(size_t)63;
   env->nslots = (int)env_double("RINGO_NSLOTS", 4, 4, 64);
-  /* Spinning on a shared counter does not pay in a VM (pause loops hand the core to the
-   * hypervisor), so waiters yield at once unless told to poll (docs/performance.md). */
-  env->spin = (int)env_double("RINGO_SPIN", 0, 0, 1e9);
+  /* Unset (-1): decided per communicator, by whether a host's ranks fit its CPUs (comm.c). */
+  env->spin = (int)env_double("RINGO_SPIN", -1, 0, 1e9);
   /* Then yield rather than sleep for a while: a slice's wait is usually tens of microseconds, a
    * futex wake-up in a VM about as long again (docs/performance.md, the wait defaults). */
   env->yield_us = env_double("RINGO_YIELD_US", 200, 0, 1e6);
