@@ -59,23 +59,24 @@ static int alt_settings_valid(const char* s) {
   return 1;
 }
 
-/* Sets (restore = 0) the settings' variables in this process, keeping what they were in saved, or
- * puts back what saved kept (restore = 1). The library reads them when a communicator is made. */
-static void alt_environment(const char* settings, char saved[][2][256], int restore) {
+/* Sets (restore = 0) the settings' variables in this process, keeping what they were in saved (NULL:
+ * unset), or puts back what saved kept and frees it (restore = 1). The library reads them when a
+ * communicator is made. alt_settings_valid allows at most 16 items. */
+static void alt_environment(const char* settings, char* saved[16], int restore) {
   char copy[1024];
   snprintf(copy, sizeof copy, "%s", settings);
   int k = 0;
-  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item && k < 16; item = strtok_r(NULL, ",", &save), k++) {
+  for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save), k++) {
     char* eq = strchr(item, '=');
     *eq = '\0';
     if (restore) {
-      if (saved[k][1][0]) setenv(item, saved[k][0], 1);
+      if (saved[k]) setenv(item, saved[k], 1);
       else unsetenv(item);
+      free(saved[k]);
       continue;
     }
     const char* was = getenv(item);
-    snprintf(saved[k][0], sizeof saved[k][0], "%s", was ? was : "");
-    saved[k][1][0] = was != NULL;
+    saved[k] = was ? strdup(was) : NULL;
     setenv(item, eq + 1, 1);
   }
 }
@@ -83,7 +84,7 @@ static void alt_environment(const char* settings, char saved[][2][256], int rest
 /* The second communicator of --compare ringo:...: the same ranks, made while the settings are in the
  * environment. Forked ranks take rank 0's fresh id over the bench's own coordination. Collective. */
 static void alt_open(struct bench* b) {
-  char saved[16][2][256];
+  char* saved[16];
   ringoUniqueId id;
   memset(&id, 0, sizeof id);
 #ifdef RINGO_HAVE_MPI

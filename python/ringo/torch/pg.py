@@ -122,7 +122,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         op = PLAIN_OP_CODES.get(opts.reduceOp.op.value)
         if dt is None or op is None or not t.is_cpu or not t.is_contiguous():
             return None
-        p = t.data_ptr() if t.numel() else None
+        p = ptr(t)
         error = self._worker.run_here(self._comm.all_reduce_ptr, p, p, t.numel(), dt, op)
         return None if error is QUEUED else done_work(tensors, error)
 
