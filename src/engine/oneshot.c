@@ -31,7 +31,8 @@ int ringo_oneshot_fits(const struct ringo_op* op) {
          posted_bytes(op, op->root) <= ringo_board_oneshot_limit(comm->board);
 }
 
-ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base) {
+ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base,
+                                         void* also_base) {
   char* const out = out_base;
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
@@ -46,7 +47,8 @@ ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* 
     const char* acc = k == 1 ? (const char*)in[comm->ring[start]] + in_off * esize : dst;
     const char* next = (const char*)in[comm->ring[ringo_mod(start + k, n)]] + in_off * esize;
     const int last = k == n - 1;
-    RINGO_CHECK(ringo_reduce(dst, NULL, acc, next, len, op->type, last ? op->op : partial, last ? n : 1));
+    char* also = last && also_base ? (char*)also_base + out_off * esize : NULL;
+    RINGO_CHECK(ringo_reduce(dst, also, acc, next, len, op->type, last ? op->op : partial, last ? n : 1));
   }
   return ringoSuccess;
 }
@@ -57,13 +59,13 @@ ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const
   const size_t bytes = op->count * ringo_type_size(op->type);
   switch (op->coll) {
     case RINGO_COLL_ALLREDUCE:
-      for (int c = 0; c < n; c++) RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, c, op->recvbuff));
+      for (int c = 0; c < n; c++) RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, c, op->recvbuff, NULL));
       break;
     case RINGO_COLL_REDUCESCATTER: /* this rank's block is the chunk its ring position owns */
-      RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, ringo_mod(comm->pos + 1, n), op->recvbuff));
+      RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, ringo_mod(comm->pos + 1, n), op->recvbuff, NULL));
       break;
     case RINGO_COLL_REDUCE:
-      if (me == op->root) RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, 0, op->recvbuff));
+      if (me == op->root) RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, 0, op->recvbuff, NULL));
       break;
     case RINGO_COLL_ALLGATHER:
       for (int r = 0; r < n; r++) ringo_copy2((char*)op->recvbuff + (size_t)r * bytes, NULL, in[r], bytes);

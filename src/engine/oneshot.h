@@ -19,8 +19,10 @@ ringoResult_t ringo_oneshot_gather_posts(const struct ringo_op* op, uint64_t b, 
                                          const struct ringo_fingerprint* mine, const void** in, double* since);
 /* Chunk c of every input (in[r], laid out as sendbuff) combined as the ring combines it:
  * op(op(x_start, x_start+1), ...), partial steps with the partial op, the last with the final one
- * (avg's division fused there); written where chunk c lives in a buffer laid out as recvbuff. */
-ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base);
+ * (avg's division fused there); written where chunk c lives in a buffer laid out as recvbuff, and
+ * in also_base (laid out the same) too where it is not NULL, in the same pass. */
+ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base,
+                                         void* also_base);
 /* This rank's result of op from every rank's input (in[rank]), combined in the ring's own order, so
  * the bits equal the ring's; shared by the board and the gather path (collectives.c). */
 ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in);

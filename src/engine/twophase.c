@@ -5,8 +5,8 @@
  *   phase 1  every rank posts its input on its board slot, waits for all N posts, then reduces the
  *            chunk its ring position owns after the ring's reduce-scatter, (pos + 1) mod N, out of
  *            the N inputs in the ring's order (the one-shot's ringo_oneshot_reduce_chunk), into
- *            that chunk's place of its own slot, and marks it reduced;
- *   phase 2  every rank copies each chunk from the slot of the rank that reduced it.
+ *            that chunk's place of its own slot and of its output at once, and marks it reduced;
+ *   phase 2  every rank copies each other chunk from the slot of the rank that reduced it.
  *
  * Each rank's input chunk is read by one other rank, and each result chunk by N-1 others: the bytes
  * that cross between ranks are the ring's 2(N-1)/N·D, in two hand-offs instead of 2(N-1). A rank
@@ -35,7 +35,8 @@ static void chunk_bytes(const struct ringo_op* op, int c, size_t* off, size_t* l
   *len *= esize;
 }
 
-/* Phase 1: post everything but the chunk this rank reduces, then reduce that chunk into the slot. */
+/* Phase 1: post everything but the chunk this rank reduces, then reduce that chunk into the slot
+ * and the output in one pass (the copy out of the slot it saves: 2-6 % at N = 2, docs/peers.md). */
 static ringoResult_t reduce_own_chunk(const struct ringo_op* op, uint64_t b, char* slot, const void** in,
                                       double* since) {
   const ringoComm_t comm = op->comm;
@@ -48,20 +49,20 @@ static ringoResult_t reduce_own_chunk(const struct ringo_op* op, uint64_t b, cha
   ringo_board_post(comm, b, &mine);
   RINGO_CHECK(ringo_oneshot_gather_posts(op, b, slot, &mine, in, since));
   in[comm->rank] = op->sendbuff; /* this rank's own chunk was not posted */
-  RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, ringo_owned_chunk(comm->nranks, comm->pos), slot));
+  RINGO_CHECK(ringo_oneshot_reduce_chunk(op, in, ringo_owned_chunk(comm->nranks, comm->pos), slot, op->recvbuff));
   ringo_board_mark_reduced(comm, b);
   return ringoSuccess;
 }
 
-/* Phase 2: every chunk from the slot of the rank that reduced it, the next rank's first (the
- * likeliest to be done, as in the one-shot's gather). */
-static ringoResult_t gather_chunks(const struct ringo_op* op, uint64_t b, const char* slot, double* since) {
+/* Phase 2: every other chunk from the slot of the rank that reduced it, the next rank's first (the
+ * likeliest to be done, as in the one-shot's gather). Its own chunk reduce_own_chunk wrote. */
+static ringoResult_t gather_chunks(const struct ringo_op* op, uint64_t b, double* since) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
-  for (int i = 0; i < n; i++) {
-    const int r = (comm->rank + 1 + i) % n;
-    const void* theirs = slot;
-    if (r != comm->rank) RINGO_CHECK(ringo_board_await_reduced(comm, b, r, op, &theirs, since));
+  for (int i = 1; i < n; i++) {
+    const int r = (comm->rank + i) % n;
+    const void* theirs;
+    RINGO_CHECK(ringo_board_await_reduced(comm, b, r, op, &theirs, since));
     size_t off, len;
     chunk_bytes(op, ringo_owned_chunk(n, comm->pos_of[r]), &off, &len);
     ringo_copy2((char*)op->recvbuff + off, NULL, (const char*)theirs + off, len);
@@ -82,7 +83,7 @@ ringoResult_t ringo_twophase_run(const struct ringo_op* op, uint64_t b) {
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a two-phase all-reduce", comm->rank);
   ringoResult_t res = reduce_own_chunk(op, b, slot, in, &since);
   if (in != on_stack) free(in);
-  if (res == ringoSuccess) res = gather_chunks(op, b, slot, &since);
+  if (res == ringoSuccess) res = gather_chunks(op, b, &since);
   RINGO_CHECK(res);
   /* Peers read this rank's input but its own chunk, and its result chunk N-1 times; it reads as
    * much of theirs: D + (N-2)·D/N = 2(N-1)/N·D each way for even chunks, as the ring. */
