@@ -43,12 +43,21 @@ def _iters(seconds, dist):
     return max(3, min(5000, int(0.05 / max(t.item(), 1e-7))))
 
 
+def _timed(loop, iters):
+    """Wall time and this process's CPU time (all its threads) per call of `loop`'s calls. Where ranks
+    outnumber the cores the wall time carries every rank sharing a core; the CPU time is one rank's."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    loop(iters)
+    return (time.perf_counter() - w0) / iters, (time.process_time() - c0) / iters
+
+
 def _time_allreduce(dist, torch, t, group, iters):
     dist.barrier(group=group)
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        dist.all_reduce(t, group=group)
-    return (time.perf_counter() - t0) / iters
+
+    def loop(k):
+        for _ in range(k):
+            dist.all_reduce(t, group=group)
+    return _timed(loop, iters)
 
 
 def _time_c(dist, comm, t, gloo, iters):
@@ -58,10 +67,19 @@ def _time_c(dist, comm, t, gloo, iters):
     p, n, dt, op = t.data_ptr(), t.numel(), _lib.DTYPES["float32"], _lib.OPS["sum"]
     call = comm.all_reduce_ptr
     dist.barrier(group=gloo)
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        call(p, p, n, dt, op)
-    return (time.perf_counter() - t0) / iters
+
+    def loop(k):
+        for _ in range(k):
+            call(p, p, n, dt, op)
+    return _timed(loop, iters)
+
+
+def _slowest(values, dist):
+    """Each value's maximum over the ranks (the rank whose torch side cost the most)."""
+    import torch
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist()
 
 
 def _sweep(dist, torch, args, gloo, comm):
@@ -75,13 +93,17 @@ def _sweep(dist, torch, args, gloo, comm):
         runs = {"ringo": lambda k: _time_allreduce(dist, torch, t, None, k),
                 "c": lambda k: _time_c(dist, comm, t, gloo, k),
                 "gloo": lambda k: _time_allreduce(dist, torch, t, gloo, k)}
-        iters = {k: _iters(min(run(3) for _ in range(2)), dist) for k, run in runs.items()}
-        times = {k: [] for k in runs}
+        iters = {k: _iters(min(run(3)[0] for _ in range(2)), dist) for k, run in runs.items()}
+        times, cpu = {k: [] for k in runs}, {k: [] for k in runs}
         for _ in range(args.reps):  # A B C A B C: load changes hit all alike
             for k, run in runs.items():
-                times[k].append(run(iters[k]))
+                wall, used = run(iters[k])
+                times[k].append(wall)
+                cpu[k].append(used)
         extra = [r - c for r, c in zip(times["ringo"], times["c"])]
+        extra_cpu = _slowest([r - c for r, c in zip(cpu["ringo"], cpu["c"])], dist)
         rows.append({"size": size, "count": size // 4, "iters": iters, "torch_extra_us": statistics.median(extra) * 1e6,
+                     "torch_extra_cpu_us": statistics.median(extra_cpu) * 1e6,
                      **{k + "_us": statistics.median(v) * 1e6 for k, v in times.items()}})
         size *= 2
     return rows
@@ -166,11 +188,11 @@ def _print(data):
     bus = 2 * (n - 1) / n
     print(f"# N = {n}: torch.distributed.all_reduce, float32 sum, in place; ringo then gloo, A B A B, medians")
     print(f"# {'size':>10} {'count':>10} {'type':>7} {'redop':>5} | {'ringo us':>10} {'algbw':>7} {'busbw':>7} | "
-          f"{'gloo us':>10} {'algbw':>7} {'busbw':>7} | {'ratio':>6} | {'C us':>9} {'torch+':>8}")
+          f"{'gloo us':>10} {'algbw':>7} {'busbw':>7} | {'ratio':>6} | {'C us':>9} {'torch+':>8} {'cpu+':>7}")
     for r in data["rows"]:
         alg_r, alg_g = r["size"] / r["ringo_us"] / 1e3, r["size"] / r["gloo_us"] / 1e3
         c = r["c_us"]
-        cs = f"{c:9.2f} {r['torch_extra_us']:8.2f}"
+        cs = f"{c:9.2f} {r['torch_extra_us']:8.2f} {r['torch_extra_cpu_us']:7.2f}"
         print(f"  {r['size']:>10} {r['count']:>10} {'float':>7} {'sum':>5} | {r['ringo_us']:10.2f} {alg_r:7.3f} "
               f"{alg_r * bus:7.3f} | {r['gloo_us']:10.2f} {alg_g:7.3f} {alg_g * bus:7.3f} | "
               f"{r['gloo_us'] / r['ringo_us']:6.2f} | {cs}")
@@ -179,7 +201,9 @@ def _print(data):
         print(f"# DDP step, {d['params'] / 1e6:.1f} M parameters, batch 8, median of {d['steps']}: ringo "
               f"{d['ringo_ms']:.1f} ms, gloo {d['gloo_ms']:.1f} ms, gloo/ringo {d['gloo_ms'] / d['ringo_ms']:.2f}")
     print("#  ratio = ringo busbw / gloo busbw; C us = ringoAllReduce through ctypes on the same communicator, in the "
-          "same rounds; torch+ = the median over rounds of ringo's time minus the C time of the round after it")
+          "same rounds; torch+ = the median over rounds of ringo's time minus the C time of the round after it; cpu+ = the "
+          "same in CPU time of one rank's process, the costliest rank (where ranks outnumber the cores, torch+ carries "
+          "every rank that shares a core and cpu+ one rank's own cost)")
 
 
 def main(argv=None):

@@ -1,5 +1,5 @@
 # test_bench.py — python -m ringo.bench runs end to end on a small range (N = 2, 4-8 KiB, a tiny
-# DDP model) and prints its table with a ratio and the C comparison for every size.
+# DDP model) and prints its table with a ratio and the C comparison (wall and CPU) for every size.
 # Run: pytest python/tests/test_bench.py (needs torch and make tools).
 import re
 import subprocess
@@ -14,7 +14,7 @@ def test_bench_prints_every_row():
     out = subprocess.run([sys.executable, "-m", "ringo.bench", "-N", "2", "-b", "4K", "-e", "8K", "-r", "1",
                           "--ddp-params", "256K", "--ddp-steps", "2"], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stdout + out.stderr
-    rows = re.findall(r"^\s+(\d+)\s+\d+\s+float\s+sum \|.*\|\s+([0-9.]+) \|\s+([0-9.]+)\s+(-?[0-9.]+)$", out.stdout, re.M)
+    rows = re.findall(r"^\s+(\d+)\s+\d+\s+float\s+sum \|.*\|\s+([0-9.]+) \|\s+([0-9.]+)\s+(-?[0-9.]+)\s+(-?[0-9.]+)$", out.stdout, re.M)
     assert [int(r[0]) for r in rows] == [4096, 8192], out.stdout
     assert all(float(r[1]) > 0 and float(r[2]) > 0 for r in rows), out.stdout
     assert re.search(r"DDP step, [0-9.]+ M parameters.*gloo/ringo [0-9.]+", out.stdout), out.stdout
