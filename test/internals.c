@@ -1,8 +1,9 @@
 /* internals.c — the answers of internals.h: read off the engine's table of algorithms and the
  * communicator for the C++ suites. Compiled as C into the test support objects; used by
- * test_twophase.cc and test_spin.cc. */
+ * test_twophase.cc, test_spin.cc and test_board_rotate.cc. */
 #include "internals.h"
 
+#include "comm/board.h"
 #include "comm/comm.h"
 #include "engine/select.h"
 
@@ -15,3 +16,10 @@ const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataT
 size_t ringo_test_twophase_default_bytes(int n) { return (size_t)ringo_comm_twophase_default(n); }
 
 int ringo_test_spin(ringoComm_t comm) { return comm->env.spin; }
+
+size_t ringo_test_board_span(ringoComm_t comm) { return comm->board ? ringo_board_rotate_span(comm->board) : 0; }
+
+size_t ringo_test_board_last_offset(ringoComm_t comm) {
+  if (!comm->board || comm->board_ops == 0) return 0;
+  return ringo_board_data_offset(comm->board, comm->rank, comm->board_ops - 1);
+}

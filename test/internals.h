@@ -1,6 +1,7 @@
 // internals.h — questions the C++ suites ask of the library's internals, answered in C by
 // internals.c (the communicator's header uses C11 atomics, which C++ cannot include).
-// Used by test_twophase.cc and test_spin.cc; linked into every suite with the other support objects.
+// Used by test_twophase.cc, test_spin.cc and test_board_rotate.cc; linked into every suite with the
+// other support objects.
 #ifndef RINGO_TEST_INTERNALS_H_
 #define RINGO_TEST_INTERNALS_H_
 
@@ -19,6 +20,10 @@ const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataT
 size_t ringo_test_twophase_default_bytes(int n);
 /* How many times comm's waiters poll before they yield (RINGO_SPIN, or comm.c's default). */
 int ringo_test_spin(ringoComm_t comm);
+/* The span of each board slot that comm's ops rotate through (comm/board.c; 0: none, or no board). */
+size_t ringo_test_board_span(ringoComm_t comm);
+/* Where this rank's data of comm's latest board op began in its slot (0 without a board op). */
+size_t ringo_test_board_last_offset(ringoComm_t comm);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,16 @@
  *
  * posted and done count ops (op b posted: posted >= b + 1), so 0 means none. A waiter that has
  * polled and yielded long enough sleeps on the bell; a rank that moves either counter rings the
- * bell when anyone sleeps (bell_ring). */
+ * bell when anyone sleeps (bell_ring).
+ *
+ * Rotating slots: a rank writes its op's data at an offset into its slot that it publishes before it
+ * posts, moving on by the op's size each op and wrapping at a span (rotate_span). A line that a peer
+ * read one or two ops ago still sits in that peer's cache, and a store to it waits for the peer's
+ * copy to be invalidated: on the 2-core VM a 32 KiB copy into the slot took 3-15x as long as into
+ * private memory, while lines last read a span ago (out of the peer's L2) write nearly as fast (the
+ * two-phase all-reduce at N = 2, 8-128 KiB: 1.4-2.0x; docs/peers.md). Below
+ * RINGO_BOARD_ROTATE_MIN_BYTES the ops stay at offset 0, where small posts are cache-hot, and where
+ * ranks outnumber the CPUs they take turns on the cores and it measured no gain. */
 
 #define BOARD_MAGIC 0x52474e42u  /* arbitrary: marks a ringo board */
 #define BOARD_LINE 64
@@ -47,6 +56,7 @@ struct board_rank {
   _Alignas(BOARD_LINE) _Atomic uint64_t posted;
   _Atomic uint64_t reduced; /* two-phase ops whose own chunk this rank has reduced into its slot */
   _Atomic uint64_t done;
+  _Atomic uint64_t offset[2]; /* where this rank's data of the op on each side begins in its slot */
 };
 
 struct ringo_board {
@@ -54,6 +64,8 @@ struct ringo_board {
   size_t bytes, capacity, stride; /* stride: a data slot, the capacity rounded up to a cache line */
   size_t oneshot_limit, twophase_limit; /* the largest input per rank of each algorithm (agreed) */
   int nranks;
+  size_t span;   /* the first bytes of each slot that ops rotate through (0: they do not) */
+  size_t cursor; /* this rank's next offset in its slots when rotating */
   struct board_header* hdr;
   struct board_rank* ranks;
   unsigned char* fingerprints;
@@ -85,8 +97,40 @@ static unsigned char* data_slot(const struct ringo_board* bd, int r, uint64_t b)
   return bd->data + ((size_t)(b % 2) * (size_t)bd->nranks + (size_t)r) * bd->stride;
 }
 
+size_t ringo_board_data_offset(const struct ringo_board* bd, int r, uint64_t b) {
+  return (size_t)atomic_load_explicit(&bd->ranks[r].offset[b % 2], memory_order_relaxed);
+}
+
+/* Rank r's data of op b: its slot at the offset it published before posting op b (read after the
+ * post or reduced mark was seen, whose sequentially consistent store ordered it). */
+static const unsigned char* posted_data(const struct ringo_board* bd, int r, uint64_t b) {
+  return data_slot(bd, r, b) + ringo_board_data_offset(bd, r, b);
+}
+
+/* Where this rank writes an op of `bytes` (header comment: rotating slots). */
+static size_t next_offset(struct ringo_board* bd, size_t bytes) {
+  if (bytes < RINGO_BOARD_ROTATE_MIN_BYTES || bytes > bd->span) return 0;
+  size_t off = board_round_up(bd->cursor, BOARD_LINE);
+  if (off + bytes > bd->span) off = 0;
+  bd->cursor = off + bytes;
+  return off;
+}
+
+/* The span ops rotate through: RINGO_BOARD_ROTATE, or unset, where this host's ranks (all the
+ * board's) fit its online CPUs, the L2's size (the lines a peer read must have left its L2; twice
+ * that measured slower at 8 KiB, half of it gained a third as much). At most the capacity. */
+static size_t rotate_span(const ringoComm_t comm, size_t capacity) {
+  size_t span = comm->env.board_rotate;
+  if (span == RINGO_BOARD_ROTATE_AUTO) {
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    span = cpus > 0 && comm->nranks <= cpus ? (l2 > 0 ? (size_t)l2 : (size_t)1 << 20) : 0;
+  }
+  return span < capacity ? span : capacity;
+}
+
 size_t ringo_board_oneshot_limit(const struct ringo_board* board) { return board->oneshot_limit; }
 size_t ringo_board_twophase_limit(const struct ringo_board* board) { return board->twophase_limit; }
+size_t ringo_board_rotate_span(const struct ringo_board* board) { return board->span; }
 
 /* ---- setup ---- */
 
@@ -185,6 +229,7 @@ ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous*
     bd->twophase_limit = twophase;
     bd->stride = board_round_up(cap, BOARD_LINE);
     bd->nranks = comm->nranks;
+    bd->span = rotate_span(comm, cap);
     lay_out(bd, base);
     comm->board = bd;
     bd = NULL;
@@ -305,7 +350,8 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
 
 /* ---- ops ---- */
 
-ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot, double* since) {
+ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, size_t bytes, void** slot,
+                                double* since) {
   struct ringo_board* bd = comm->board;
   /* A rank that failed stops everyone: also a rank whose peers are all there already. */
   if (atomic_load_explicit(&bd->hdr->poisoned, memory_order_acquire) == 1) return board_poison_error(bd->hdr);
@@ -316,7 +362,12 @@ ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo
       RINGO_CHECK(wait_for(comm, &w));
     }
   }
-  if (slot) *slot = data_slot(bd, comm->rank, b);
+  if (slot) {
+    /* Nobody reads this side's offset before the post, nor after this rank's op b - 2 (waited above). */
+    const size_t off = next_offset(bd, bytes);
+    atomic_store_explicit(&bd->ranks[comm->rank].offset[b % 2], off, memory_order_relaxed);
+    *slot = data_slot(bd, comm->rank, b) + off;
+  }
   return ringoSuccess;
 }
 
@@ -334,7 +385,7 @@ ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struc
   RINGO_CHECK(wait_for(comm, &w));
   /* Rank r cannot reuse this side before this rank has finished op b (ringo_board_claim). */
   memcpy(fp, fingerprint_slot(bd, r, b), sizeof *fp);
-  *slot = data_slot(bd, r, b);
+  *slot = posted_data(bd, r, b);
   return ringoSuccess;
 }
 
@@ -365,7 +416,7 @@ ringoResult_t ringo_board_await_reduced(ringoComm_t comm, uint64_t b, int r, con
   struct ringo_board* bd = comm->board;
   const struct board_wait w = {r, &bd->ranks[r].reduced, b + 1, "reduce its chunk of", op, since};
   RINGO_CHECK(wait_for(comm, &w));
-  *slot = data_slot(bd, r, b);
+  *slot = posted_data(bd, r, b);
   return ringoSuccess;
 }
 

@@ -27,11 +27,20 @@ void ringo_board_free(ringoComm_t comm);
 /* The largest input per rank a one-shot collective, and a two-phase all-reduce, may post. */
 size_t ringo_board_oneshot_limit(const struct ringo_board* board);
 size_t ringo_board_twophase_limit(const struct ringo_board* board);
+/* The first bytes of each data slot that this rank's ops of RINGO_BOARD_ROTATE_MIN_BYTES or more
+ * rotate through (0: every op at the slot's start); board.c says why. */
+size_t ringo_board_rotate_span(const struct ringo_board* board);
+/* Where rank r's data of op b begins in its data slot (valid once rank r has posted op b, until it
+ * claims op b + 2). */
+size_t ringo_board_data_offset(const struct ringo_board* board, int r, uint64_t b);
 
-/* Op b on this rank: waits until side b % 2 is free on every rank, and gives this rank's data slot
- * of that side (capacity bytes; slot may be NULL). op is named in an error. *since (0 before the
- * call's first wait) is when the call began to wait: RINGO_TIMEOUT bounds all its waits together. */
-ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, void** slot, double* since);
+/* Op b on this rank: waits until side b % 2 is free on every rank, and gives where in this rank's
+ * data slot of that side it writes the `bytes` it posts (at most the capacity; slot may be NULL, and
+ * bytes 0, for an op that posts no data); peers' ringo_board_await and _await_reduced give them the
+ * same place. op is named in an error. *since (0 before the call's first wait) is when the call
+ * began to wait: RINGO_TIMEOUT bounds all its waits together. */
+ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, size_t bytes, void** slot,
+                                double* since);
 /* Publishes this rank's fingerprint for op b (and the data slot written before). */
 void ringo_board_post(ringoComm_t comm, uint64_t b, const struct ringo_fingerprint* fp);
 /* Waits until rank r has posted op b (op is this rank's, named in an error); gives rank r's

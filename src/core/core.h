@@ -83,6 +83,10 @@ struct ringo_env {
   size_t twophase_bytes;   /* RINGO_TWOPHASE_BYTES: the largest all-reduce input (per rank) of ranks all on one host
                               that runs in two phases through the board under RINGO_ALGO=auto, above the one-shot
                               (0: never; unset: RINGO_TWOPHASE_DEFAULT, picked per rank count in comm.c) */
+  size_t board_rotate;     /* RINGO_BOARD_ROTATE: the span of each board slot side its ops of
+                              RINGO_BOARD_ROTATE_MIN_BYTES or more rotate through (0: none; unset,
+                              RINGO_BOARD_ROTATE_AUTO: the L2's size where the host's ranks fit its online
+                              CPUs, else none; comm/board.c) */
   int cuda_enable;         /* RINGO_CUDA: 0 keeps communicators off the GPU (no device memory, no context) */
   int cuda_channels;       /* RINGO_CUDA_CHANNELS: blocks of the ring kernel, each with its FIFOs, 1..128 (0:
                               as many as the GPU holds resident for all its ranks, at most 64) */
@@ -104,6 +108,10 @@ struct ringo_env {
 };
 #define RINGO_ONESHOT_PER_PEER ((size_t)-1)
 #define RINGO_TWOPHASE_DEFAULT ((size_t)-1)
+/* Board ops of at least this many bytes rotate through their slot (comm/board.c says why; smaller
+ * ones gained nothing, docs/peers.md). */
+#define RINGO_BOARD_ROTATE_MIN_BYTES ((size_t)8 << 10)
+#define RINGO_BOARD_ROTATE_AUTO ((size_t)-1)
 /* Unset RINGO_SPIN where every rank of the host has a CPU of its own: a peer a few hundred ns late
  * is caught by polling instead of a yield's system call (2 ranks, 4 KiB: 13-20 % faster, measured
  * within one launch, docs/peers.md). Where ranks outnumber CPUs polling takes the CPU from the rank

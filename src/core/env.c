@@ -29,7 +29,7 @@ static size_t env_bytes(const char* name, size_t dflt, size_t lo, size_t hi) {
   else if (end && (*end == 'M' || *end == 'm')) v <<= 20;
   else if (end && (*end == 'G' || *end == 'g')) v <<= 30;
   if (end == s || v < lo || v > hi) {
-    if (dflt == RINGO_ONESHOT_PER_PEER || dflt == 0) /* a default the communicator picks later (either sentinel) */
+    if (dflt == RINGO_ONESHOT_PER_PEER || dflt == 0) /* a default picked later (a sentinel, as RINGO_BOARD_ROTATE_AUTO) */
       RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using the default", name, s, lo, hi);
     else
       RINGO_WARN("ignoring %s=%s (expected bytes in [%zu, %zu]); using %zu", name, s, lo, hi, dflt);
@@ -53,6 +53,7 @@ void ringo_env_read(struct ringo_env* env) {
   /* Then yield rather than sleep for a while: a slice's wait is usually tens of microseconds, a
    * futex wake-up in a VM about as long again (docs/performance.md, the wait defaults). */
   env->yield_us = env_double("RINGO_YIELD_US", 200, 0, 1e6);
+  env->board_rotate = env_bytes("RINGO_BOARD_ROTATE", RINGO_BOARD_ROTATE_AUTO, 0, (size_t)1 << 30);
   env->cuda_enable = (int)env_double("RINGO_CUDA", 1, 0, 1);
   env->cuda_channels = (int)env_double("RINGO_CUDA_CHANNELS", 0, 0, RINGO_DEV_MAX_CHANNELS);
   env->cuda_slice_bytes = env_bytes("RINGO_CUDA_SLICE_BYTES", 256 << 10, 4096, 64 << 20) & ~(size_t)4095;
@@ -80,12 +81,14 @@ void ringo_env_read(struct ringo_env* env) {
   if (env->twophase_bytes != RINGO_TWOPHASE_DEFAULT) snprintf(twophase_text, sizeof twophase_text, "%zu", env->twophase_bytes);
   if (env->oneshot_bytes != RINGO_ONESHOT_PER_PEER) snprintf(oneshot_text, sizeof oneshot_text, "%zu", env->oneshot_bytes);
   char slice_text[48] = "unset (128K on one host, 512K across hosts)";
+  char rotate_text[48] = "unset (the L2's size where ranks fit the CPUs)";
+  if (env->board_rotate != RINGO_BOARD_ROTATE_AUTO) snprintf(rotate_text, sizeof rotate_text, "%zu", env->board_rotate);
   if (env->slice_bytes) snprintf(slice_text, sizeof slice_text, "%zu", env->slice_bytes);
   RINGO_INFO(RINGO_LOG_ENV,
              "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%s RINGO_NSLOTS=%d RINGO_SPIN=%d RINGO_YIELD_US=%g RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
              "RINGO_CUDA_SLICE_BYTES=%zu RINGO_CUDA_MIN_SLICE_BYTES=%zu RINGO_CUDA_WINDOW=%d RINGO_CUDA_FENCE=%d RINGO_CUDA_GPU_SCOPE=%d RINGO_STAGED_PHASES=%d RINGO_STAGED_PIECE_BYTES=%zu "
-             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s RINGO_ONESHOT_BYTES=%s RINGO_TWOPHASE_BYTES=%s",
+             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s RINGO_ONESHOT_BYTES=%s RINGO_TWOPHASE_BYTES=%s RINGO_BOARD_ROTATE=%s",
              env->timeout_s, slice_text, env->nslots, env->spin, env->yield_us, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
              env->cuda_min_slice_bytes, env->cuda_window, env->cuda_fence, env->cuda_gpu_scope, env->staged_phases, env->staged_piece_bytes, env->hostname,
-             env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo, oneshot_text, twophase_text);
+             env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo, oneshot_text, twophase_text, rotate_text);
 }

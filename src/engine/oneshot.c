@@ -126,8 +126,8 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   /* A staged collective is one phase here: its pipeline is cut from ringo_select_rounds, 0 for a
    * one-shot op, so its input is all staged and the proxy ends its only phase. */
   assert(!op->phases || op->phases->n == 1);
-  RINGO_CHECK(ringo_board_claim(comm, b, op, &slot, &since));
   const size_t bytes = posted_bytes(op, comm->rank);
+  RINGO_CHECK(ringo_board_claim(comm, b, op, bytes, &slot, &since));
   if (bytes > 0) ringo_copy2(slot, NULL, op->sendbuff, bytes);
   const struct ringo_fingerprint mine = ringo_op_fingerprint(op);
   ringo_board_post(comm, b, &mine);
@@ -147,7 +147,7 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
 ringoResult_t ringo_oneshot_bracket(const struct ringo_op* op, uint64_t b, ringoResult_t (*run)(const struct ringo_op*)) {
   const ringoComm_t comm = op->comm;
   double since = 0;
-  RINGO_CHECK(ringo_board_claim(comm, b, op, NULL, &since));
+  RINGO_CHECK(ringo_board_claim(comm, b, op, 0, NULL, &since));
   const struct ringo_fingerprint fp = ringo_op_fingerprint(op);
   ringo_board_post(comm, b, &fp);
   comm->board_op = op; /* the ring links' waits compare it with the peers' posts */

@@ -77,7 +77,7 @@ ringoResult_t ringo_twophase_run(const struct ringo_op* op, uint64_t b) {
   void* slot = NULL;
   double since = 0;
   assert(!op->phases || op->phases->n == 1); /* a staged collective is one phase here (oneshot.c) */
-  RINGO_CHECK(ringo_board_claim(comm, b, op, &slot, &since));
+  RINGO_CHECK(ringo_board_claim(comm, b, op, op->count * ringo_type_size(op->type), &slot, &since));
   const void* on_stack[64];
   const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a two-phase all-reduce", comm->rank);
