@@ -23,3 +23,7 @@ size_t ringo_test_board_last_offset(ringoComm_t comm) {
   if (!comm->board || comm->board_ops == 0) return 0;
   return ringo_board_data_offset(comm->board, comm->rank, comm->board_ops - 1);
 }
+
+size_t ringo_test_board_span_pages_absent(ringoComm_t comm) {
+  return comm->board ? ringo_board_span_pages_absent(comm->board) : 0;
+}

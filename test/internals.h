@@ -24,6 +24,8 @@ int ringo_test_spin(ringoComm_t comm);
 size_t ringo_test_board_span(ringoComm_t comm);
 /* Where this rank's data of comm's latest board op began in its slot (0 without a board op). */
 size_t ringo_test_board_last_offset(ringoComm_t comm);
+/* Pages of the board's rotation span (every slot, both sides) not in memory; 0 without a board. */
+size_t ringo_test_board_span_pages_absent(ringoComm_t comm);
 
 #ifdef __cplusplus
 }

@@ -65,6 +65,15 @@ TEST(BoardRotate, OffsetsMoveThroughTheSpanAndWrap) {
   }, WithEnv({{"RINGO_BOARD_ROTATE", "64K"}, {"RINGO_ONESHOT_BYTES", "4K"}, {"RINGO_TWOPHASE_BYTES", "1M"}}));
 }
 
+// Setup makes and maps every page of the span, the ranks' own and their peers', so that no call
+// takes page faults on its first trips through it.
+TEST(BoardRotate, SetupMapsTheWholeSpan) {
+  RunForked(3, [](Team& t) {
+    ASSERT_EQ(size_t(256) << 10, ringo_test_board_span(t.comms[0]));
+    EXPECT_EQ(0u, ringo_test_board_span_pages_absent(t.comms[0]));
+  }, WithEnv({{"RINGO_BOARD_ROTATE", "256K"}}));
+}
+
 // Unset, the span is the L2's size where the ranks fit the host's online CPUs (at most the slot),
 // else 0; RINGO_BOARD_ROTATE=0 turns it off.
 TEST(BoardRotate, DefaultSpanFollowsTheCpus) {

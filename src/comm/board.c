@@ -128,6 +128,37 @@ static size_t rotate_span(const ringoComm_t comm, size_t capacity) {
   return span < capacity ? span : capacity;
 }
 
+/* Maps every page of the span of every slot into this process now, writing its own (which makes
+ * them), so that the first trips through the span do not take a page fault per page in the middle
+ * of a collective (16-64 KiB all-reduces 2-4x slower over the first 25 calls, before this). */
+static void prefault_span(const struct ringo_board* bd, int me) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t step = page > 0 ? (size_t)page : 4096;
+  for (uint64_t side = 0; side < 2; side++)
+    for (int r = 0; r < bd->nranks; r++) {
+      volatile unsigned char* p = data_slot(bd, r, side);
+      for (size_t off = 0; off < bd->span; off += step) {
+        if (r == me) p[off] = 0;
+        else (void)p[off];
+      }
+    }
+}
+
+size_t ringo_board_span_pages_absent(const struct ringo_board* bd) {
+  const long page = sysconf(_SC_PAGESIZE);
+  const size_t step = page > 0 ? (size_t)page : 4096;
+  size_t absent = 0;
+  unsigned char in_core = 0;
+  for (uint64_t side = 0; side < 2; side++)
+    for (int r = 0; r < bd->nranks; r++)
+      for (size_t off = 0; off < bd->span; off += step) {
+        unsigned char* p = data_slot(bd, r, side) + off;
+        void* page_start = (void*)((uintptr_t)p & ~(uintptr_t)(step - 1));
+        absent += mincore(page_start, step, &in_core) != 0 || !(in_core & 1);
+      }
+  return absent;
+}
+
 size_t ringo_board_oneshot_limit(const struct ringo_board* board) { return board->oneshot_limit; }
 size_t ringo_board_twophase_limit(const struct ringo_board* board) { return board->twophase_limit; }
 size_t ringo_board_rotate_span(const struct ringo_board* board) { return board->span; }
@@ -231,6 +262,7 @@ ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous*
     bd->nranks = comm->nranks;
     bd->span = rotate_span(comm, cap);
     lay_out(bd, base);
+    prefault_span(bd, comm->rank);
     comm->board = bd;
     bd = NULL;
   } else if (base) {

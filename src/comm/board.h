@@ -33,6 +33,8 @@ size_t ringo_board_rotate_span(const struct ringo_board* board);
 /* Where rank r's data of op b begins in its data slot (valid once rank r has posted op b, until it
  * claims op b + 2). */
 size_t ringo_board_data_offset(const struct ringo_board* board, int r, uint64_t b);
+/* Pages of the rotation span of every slot not in memory (mincore): 0 after setup made them. */
+size_t ringo_board_span_pages_absent(const struct ringo_board* board);
 
 /* Op b on this rank: waits until side b % 2 is free on every rank, and gives where in this rank's
  * data slot of that side it writes the `bytes` it posts (at most the capacity; slot may be NULL, and
