@@ -54,6 +54,7 @@ struct opts {
   int compare;                  /* --compare: CMP_MPI or CMP_GLOO times that library's collective beside ringo's */
   const char* alt_settings;     /* --compare ringo:VAR=VALUE,...: the second communicator's settings */
   int force_mpi;                /* --mpi: one rank per process even without mpirun's variables */
+  int barrier;                  /* --barrier: an untimed barrier before every call (bench_barrier.h) */
   int ntypes, types[RINGO_NUM_TYPES], nops, ops[RINGO_NUM_OPS];
   double timeout_s;
   const char* json;
@@ -81,6 +82,7 @@ struct launch {
   const char* kind;
   int nranks, rank, mpi;
   ringoUniqueId id;             /* fork only */
+  struct bench_barrier* barrier; /* fork with --barrier: the ranks' shared barrier */
 };
 
 /* One table row: its parameters and, once run, its results ([0] out-of-place, [1] in-place). */

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "bench.h"
+#include "bench_barrier.h"
 #include "bench_bound.h"
 #include "bench_mpi.h"
 #include "launch_id.h"
@@ -103,6 +104,10 @@ static int launch_fork(const struct opts* o, struct launch* L, int* code) {
   pid_t* pids = calloc((size_t)o->nranks, sizeof *pids);
   if (!pids || pipe(fds) != 0) die(EXIT_LAUNCH);
   *L = (struct launch){.kind = "fork", .nranks = o->nranks};
+  if (o->barrier && !(L->barrier = bench_barrier_map())) {
+    fprintf(stderr, "ringo-bench: cannot map the ranks' shared barrier page: %s\n", strerror(errno));
+    die(EXIT_LAUNCH);
+  }
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, &old); /* so sigtimedwait sees every SIGCHLD */

@@ -26,6 +26,7 @@ static void print_run_lines(const struct bench* b, const int64_t* pids, const un
          "validation: %d\n", b->nranks, o->minbytes, o->maxbytes,
          o->stepfactor ? (size_t)o->stepfactor : o->stepbytes, o->stepfactor ? "factor" : "bytes",
          o->warmup, o->iters, o->iters_explicit ? "" : " (fewer for slow rows)", o->check);
+  if (b->o->barrier) printf("# Timing: an untimed barrier before every call (--barrier), waiters yield the CPU\n");
   if (*transport_env()) printf("# Links: RINGO_TRANSPORT=%s\n", transport_env());
   const char* algo = getenv("RINGO_ALGO") && *getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "auto";
   if (strcmp(algo, "auto") == 0)
@@ -227,9 +228,10 @@ static FILE* json_open(const struct bench* b, const char* host) {
   fprintf(f, ", \"hostname\": ");
   json_string(f, host);
   fprintf(f, ", \"date\": \"%s\", \"ringo_version\": %d, \"launch\": \"%s\", \"nranks\": %d, "
-             "\"collective\": \"%s\", \"iters\": %d, \"warmup_iters\": %d, \"check\": %d, \"transport\": ",
+             "\"collective\": \"%s\", \"iters\": %d, \"warmup_iters\": %d, \"check\": %d, \"barrier\": %d, "
+             "\"transport\": ",
           date, version, b->L->kind, b->nranks, coll_names[b->o->coll], b->o->iters, b->o->warmup,
-          b->o->check);
+          b->o->check, b->o->barrier);
   json_string(f, transport_env());
   fprintf(f, ", \"algo\": ");
   json_string(f, getenv("RINGO_ALGO") && *getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "auto");

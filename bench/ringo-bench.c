@@ -35,6 +35,10 @@ static void usage(FILE* f) {
           "  -N, --nranks N        local ranks to fork (default 4; under mpirun, -np decides)\n"
           "  -J, --output_file F   also write the results as JSON to F\n"
           "      --bound           measure memory bandwidth and add a %%bound column\n"
+          "      --barrier         an untimed barrier before every timed call, whose waiters\n"
+          "                        yield the CPU, so each call starts with the ranks together\n"
+          "                        (default: back to back, as nccl-tests; the peers' harnesses of\n"
+          "                        make bench-peers use the barrier, and so does ringo there)\n"
           "      --compare L       also time library L's collective on the same buffers,\n"
           "                        interleaved with ringo's (A B A B), and print both and their\n"
           "                        ratio. L: mpi (needs mpirun: mpirun -np 4 ringo-bench --compare\n"
@@ -110,6 +114,7 @@ static void apply_opt(struct opts* o, int c, const char* arg) {
     case 'C': if (parse_names(arg, coll_names, NULL, NUM_COLLS, colls, "collective") > 1) bad_arg("collective", arg);
               o->coll = colls[0]; break;
     case 'B': o->bound = 1; break;
+    case 'Q': o->barrier = 1; break;
     case 'T': o->timeout_s = atof(arg); if (o->timeout_s <= 0) bad_arg("timeout", arg); break;
     case 'M': if (!strncmp(arg, "ringo:", 6)) {
                 if (!alt_settings_valid(arg + 6)) bad_arg("--compare ringo: settings (RINGO_VAR=VALUE,...)", arg);
@@ -136,7 +141,7 @@ static void parse_args(struct opts* o, int argc, char** argv) {
       {"check", 1, 0, 'c'}, {"op", 1, 0, 'o'}, {"datatype", 1, 0, 'd'}, {"root", 1, 0, 'r'},
       {"output_file", 1, 0, 'J'}, {"nranks", 1, 0, 'N'}, {"collective", 1, 0, 'C'},
       {"bound", 0, 0, 'B'}, {"timeout", 1, 0, 'T'}, {"compare", 1, 0, 'M'}, {"mpi", 0, 0, 'P'},
-      {"algo", 1, 0, 'A'},
+      {"algo", 1, 0, 'A'}, {"barrier", 0, 0, 'Q'},
       {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
   *o = (struct opts){.minbytes = 32u << 20, .maxbytes = 32u << 20, .stepfactor = 2, .iters = 20,
                      .warmup = 5, .check = 1, .nranks = 4, .timeout_s = 600};
@@ -328,10 +333,24 @@ static void coll_checked(const struct bench* b, ringoComm_t comm, const struct r
   ringo_die(b, what, res);
 }
 
+/* --barrier: the bench's own untimed barrier, over MPI under mpirun (none of it through ringo, whose
+ * counters see only the calls timed), else over the forked ranks' shared page. */
+static void quiet_barrier(const struct bench* b) {
+#ifdef RINGO_HAVE_MPI
+  if (b->L->mpi) {
+    mpi_quiet_barrier();
+    return;
+  }
+#endif
+  bench_barrier_wait(b->L->barrier, b->nranks);
+}
+
 /* One call of ringo's collective (other = 0) or of the --compare library's (other = 1); returns its
- * seconds. With a library beside ringo, its untimed barrier comes first (bench_compare.h). */
+ * seconds. With MPI or Gloo beside ringo, that library's untimed barrier comes first
+ * (bench_compare.h); else, with --barrier, the bench's own. */
 static double timed_call(const struct bench* b, const struct row* w, int inplace, int other) {
-  if (w->cmp) cmp_barrier(b);
+  if (w->cmp && b->o->compare != CMP_ALT) cmp_barrier(b);
+  else if (b->o->barrier) quiet_barrier(b);
   double t0 = now_s();
   if (!other) coll_checked(b, b->comm, w, inplace);
   else if (b->o->compare == CMP_ALT) coll_checked(b, b->alt, w, inplace);

@@ -4,6 +4,9 @@
 // a second ringo communicator with its own settings. Runs the binary built
 // beside this test (build/bin); the ASan stage runs the ASan-built one. Run: make test.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../bench/bench_barrier.h"
 #include "tool_run.h"
 
 namespace {
@@ -200,6 +204,62 @@ TEST(Bench, CompareRingoRunsASecondCommunicatorWithItsSettings) {
   unlink(trace.c_str());
   EXPECT_NE(std::string::npos, text.find("reduce-scatter step")) << text.substr(0, 2000);
   EXPECT_EQ(std::string::npos, text.find("two-phase")) << "the first communicator's calls are not traced";
+}
+
+// --barrier: the bench's untimed barrier before every call, with forked ranks alone and beside a second
+// ringo communicator; the header and the JSON say it is on, and every result is still checked.
+TEST(Bench, BarrierBeforeEveryCallRunsAndSaysSo) {
+  const std::string json = testing::TempDir() + "ringo_bench_barrier_" + std::to_string(getpid()) + ".json";
+  for (const std::string extra : {"", " --compare ringo:RINGO_ALGO=ring"}) {
+    const ToolRun r = RunBench("-N 3 -b 1K -e 256K -f 16 -n 3 -w 1 --barrier -J " + json + extra);
+    ASSERT_EQ(0, r.status) << r.out;
+    EXPECT_NE(std::string::npos, r.out.find("# Timing: an untimed barrier before every call")) << r.out;
+    EXPECT_NE(std::string::npos, r.out.find("# Out of bounds values : 0 OK")) << r.out;
+    EXPECT_EQ(3u, Rows(r.out).size()) << r.out;
+    std::ifstream in(json);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(std::string::npos, text.str().find("\"barrier\": 1")) << text.str();
+  }
+  unlink(json.c_str());
+  const ToolRun plain = RunBench("-N 2 -b 1K -e 1K -n 2 -w 1");
+  ASSERT_EQ(0, plain.status) << plain.out;
+  EXPECT_EQ(std::string::npos, plain.out.find("# Timing: an untimed barrier")) << "back to back unless asked";
+}
+
+// bench_barrier.h: over many rounds no rank leaves a round before every rank has arrived at it.
+TEST(Bench, SharedBarrierLetsNoRankLeaveEarly) {
+  struct Shared {
+    bench_barrier bb;
+    unsigned arrivals, early;
+  };
+  void* p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(MAP_FAILED, p);
+  Shared* sh = static_cast<Shared*>(p);
+  constexpr int kRanks = 4, kRounds = 300;
+  pid_t pids[kRanks];
+  for (int r = 0; r < kRanks; r++) {
+    pids[r] = fork();
+    ASSERT_GE(pids[r], 0);
+    if (pids[r] == 0) {
+      alarm(60);  // a barrier that never opens ends the child instead of the suite
+      for (int k = 0; k < kRounds; k++) {
+        __atomic_add_fetch(&sh->arrivals, 1, __ATOMIC_SEQ_CST);
+        bench_barrier_wait(&sh->bb, kRanks);
+        if (__atomic_load_n(&sh->arrivals, __ATOMIC_SEQ_CST) < static_cast<unsigned>(kRanks * (k + 1)))
+          __atomic_add_fetch(&sh->early, 1, __ATOMIC_SEQ_CST);
+      }
+      _exit(0);
+    }
+  }
+  for (int r = 0; r < kRanks; r++) {
+    int st = 0;
+    ASSERT_EQ(pids[r], waitpid(pids[r], &st, 0));
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "rank " << r << " did not get through every round";
+  }
+  EXPECT_EQ(0u, sh->early) << "ranks left a round before all had arrived";
+  EXPECT_EQ(static_cast<unsigned>(kRanks * kRounds), sh->arrivals);
+  munmap(p, sizeof(Shared));
 }
 
 TEST(Bench, BadFlagsAreRefusedWithTheUsageCode) {

@@ -16,7 +16,8 @@ CCL_VERSION=${PEERS_CCL_VERSION:-2022.2.0}
 MINB=4K MAXB=256M FACTOR=4 NS="2 4 8" PASSES=2 WARMUP=2 ITERS=""
 # Every configuration tried; each is one launch over all sizes. "ringo" is ringo-bench under Open MPI's
 # mpirun, alone as every peer's harness is (Open MPI's collectives interleaved call by call, as
-# --compare mpi does, made ringo's 16-64 KiB calls 1.75x slower: docs/peers.md).
+# --compare mpi does, made ringo's 16-64 KiB calls 1.75x slower: docs/peers.md), and under their
+# timing rule: --barrier, an untimed yielding barrier before every call.
 CONFIGS=${PEERS_CONFIGS:-"ringo:default ringo:unbound ompi:default ompi:tuned-1 ompi:tuned-2 ompi:tuned-3 ompi:tuned-4 ompi:tuned-5
   ompi:tuned-6 mpich:default mpich:recursive_doubling mpich:reduce_scatter_allgather impi:default impi:adjust-1
   impi:adjust-2 impi:adjust-8 impi:adjust-10 impi:adjust-11 impi:adjust-12 ccl:default ccl:ring
@@ -150,7 +151,7 @@ run_config() {
       # to a core, and a rank that sleeps while it waits then queues behind whatever runs there).
       local bind=(); [ "$cfg" != unbound ] || bind=(--bind-to none)
       timeout 900 "${OMPIRUN[@]}" "${bind[@]}" -np "$n" "$BUILD/bin/ringo-bench" -b "$MINB" -e "$MAXB" -f "$FACTOR" -w "$WARMUP" \
-        "${it[@]}" -d float32 -o sum --bound -J "$log.json" >"$log" 2>&1 || rc=$?
+        "${it[@]}" -d float32 -o sum --barrier --bound -J "$log.json" >"$log" 2>&1 || rc=$?
       [ $rc -ne 0 ] || python3 - "$log.json" "$pass" "$load" "$OUT/bound.tsv" "$cfg" >>"$OUT/rows.tsv" <<'EOF' || rc=$?
 import json, sys
 d = json.load(open(sys.argv[1]))
