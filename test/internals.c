@@ -17,6 +17,14 @@ size_t ringo_test_twophase_default_bytes(int n) { return (size_t)ringo_comm_twop
 
 int ringo_test_spin(ringoComm_t comm) { return comm->env.spin; }
 
+int ringo_test_cpus_fit(const int (*cpus)[9], int n) {
+  uint64_t masks[16][RINGO_CPU_WORDS] = {{0}};
+  if (n > 16) return -1;
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < 9 && cpus[r][i] >= 0; i++) masks[r][cpus[r][i] / 64] |= 1ULL << (cpus[r][i] % 64);
+  return ringo_comm_cpus_fit((const uint64_t(*)[RINGO_CPU_WORDS])masks, n);
+}
+
 size_t ringo_test_board_span(ringoComm_t comm) { return comm->board ? ringo_board_rotate_span(comm->board) : 0; }
 
 size_t ringo_test_board_last_offset(ringoComm_t comm) {

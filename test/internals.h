@@ -20,6 +20,9 @@ const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataT
 size_t ringo_test_twophase_default_bytes(int n);
 /* How many times comm's waiters poll before they yield (RINGO_SPIN, or comm.c's default). */
 int ringo_test_spin(ringoComm_t comm);
+/* comm.c's ringo_comm_cpus_fit over n ranks, rank i allowed the CPUs listed in cpus[i] (-1 ends each
+ * list, at most 8 CPUs below 1024 per rank). */
+int ringo_test_cpus_fit(const int (*cpus)[9], int n);
 /* The span of each board slot that comm's ops rotate through (comm/board.c; 0: none, or no board). */
 size_t ringo_test_board_span(ringoComm_t comm);
 /* Where this rank's data of comm's latest board op began in its slot (0 without a board op). */

@@ -68,6 +68,7 @@ struct RankInfoShim {
   uint64_t oneshot_bytes, slice_bytes;
   int32_t algo, unused;  // RINGO_ALGO: 0 auto, 1 ring, 2 naive
   uint64_t twophase_bytes;
+  uint64_t cpus[16];  // RINGO_CPU_WORDS: the CPUs it may run on
 };
 
 // Rank 1's rank info, as rank 0 receives it, with one field forged (offset and bytes of it).

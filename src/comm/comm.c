@@ -52,17 +52,60 @@ static int spans_hosts(const ringoComm_t comm) {
   return 0;
 }
 
-/* Unset RINGO_SPIN: poll before yielding only where this host's ranks of the communicator each have
- * a CPU this process may run on (core.h says why). Hosts named by RINGO_HOSTNAME may be pretended
- * on one machine (bench/hosts.sh), whose CPUs the other "hosts" share: no polling there. */
+static int cpu_count(const uint64_t* cpus) {
+  int c = 0;
+  for (int w = 0; w < RINGO_CPU_WORDS; w++) c += __builtin_popcountll(cpus[w]);
+  return c;
+}
+
+int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n) {
+  int* order = malloc((size_t)n * sizeof *order);
+  if (!order) return 0; /* not knowing, do not poll */
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = 1; i < n; i++) /* by CPU count, insertion sort: a host has few ranks */
+    for (int j = i; j > 0 && cpu_count(cpus[order[j]]) < cpu_count(cpus[order[j - 1]]); j--) {
+      const int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  uint64_t taken[RINGO_CPU_WORDS] = {0};
+  int fit = 1;
+  for (int i = 0; i < n && fit; i++) {
+    const uint64_t* mine = cpus[order[i]];
+    int w = 0;
+    while (w < RINGO_CPU_WORDS && !(mine[w] & ~taken[w])) w++;
+    if (w == RINGO_CPU_WORDS) fit = 0;
+    else taken[w] |= (mine[w] & ~taken[w]) & -(mine[w] & ~taken[w]); /* its lowest free CPU */
+  }
+  free(order);
+  return fit;
+}
+
+/* Unset RINGO_SPIN: poll before yielding only where this host's ranks of the communicator can each
+ * have a CPU of its own among those they may run on (core.h says why): ranks that share one CPU set
+ * as many CPUs as ranks, or ranks pinned to distinct cores, as mpirun binds them. Hosts named by
+ * RINGO_HOSTNAME may be pretended on one machine (bench/hosts.sh), whose CPUs the other "hosts"
+ * share: no polling there. */
 static int default_spin(const ringoComm_t comm) {
   char real[sizeof comm->info[0].host] = "";
   if (gethostname(real, sizeof real - 1) != 0 || strcmp(real, comm->info[comm->rank].host) != 0) return 0;
+  uint64_t(*cpus)[RINGO_CPU_WORDS] = malloc((size_t)comm->nranks * sizeof *cpus);
+  if (!cpus) return 0;
   int here = 0;
-  for (int r = 0; r < comm->nranks; r++) here += strcmp(comm->info[r].host, comm->info[comm->rank].host) == 0;
-  cpu_set_t cpus;
-  const int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  return here <= ncpus ? RINGO_SPIN_FIT : 0;
+  for (int r = 0; r < comm->nranks; r++)
+    if (strcmp(comm->info[r].host, comm->info[comm->rank].host) == 0)
+      memcpy(cpus[here++], comm->info[r].cpus, sizeof *cpus);
+  const int fit = ringo_comm_cpus_fit((const uint64_t(*)[RINGO_CPU_WORDS])cpus, here);
+  free(cpus);
+  return fit ? RINGO_SPIN_FIT : 0;
+}
+
+/* This process's allowed CPUs as bits; all zero (fits nothing) where the kernel will not say. */
+static void own_cpus(uint64_t* cpus) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+  for (int c = 0; c < CPU_SETSIZE && c < 64 * RINGO_CPU_WORDS; c++)
+    if (CPU_ISSET(c, &set)) cpus[c / 64] |= 1ULL << (c % 64);
 }
 
 static void log_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
@@ -417,6 +460,7 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
                                  .twophase_bytes = twophase_allowed(comm),
                                  .slice_bytes = comm->env.slice_bytes, .algo = algo};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
+  own_cpus(mine.cpus);
   comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);
   comm->ring = calloc((size_t)comm->nranks, sizeof(int));
   comm->pos_of = calloc((size_t)comm->nranks, sizeof(int));

@@ -21,6 +21,8 @@ struct ringo_conn {
 
 /* What each rank tells the others about itself during init; kept, since links made on first use
  * (point-to-point) choose their transport from it. */
+#define RINGO_CPU_WORDS 16 /* 1024 CPUs, as glibc's cpu_set_t */
+
 struct ringo_rank_info {
   char host[256]; /* as long as ringo_env.hostname */
   int32_t pid;
@@ -30,6 +32,7 @@ struct ringo_rank_info {
   int32_t algo;           /* its RINGO_ALGO: RINGO_ALGO_AUTO, _RING or _NAIVE (the ranks must agree on the links) */
   int32_t unused;
   uint64_t twophase_bytes; /* the largest two-phase all-reduce input it allows (RINGO_TWOPHASE_BYTES; 0: none) */
+  uint64_t cpus[RINGO_CPU_WORDS]; /* the CPUs it may run on at setup (sched_getaffinity), one bit each */
 };
 
 enum { RINGO_ALGO_AUTO = 0, RINGO_ALGO_RING = 1, RINGO_ALGO_NAIVE = 2 }; /* what RINGO_ALGO says; engine/select.c chooses */
@@ -138,6 +141,10 @@ ringoResult_t ringo_comm_connect_two_level(ringoComm_t comm, const struct ringo_
 /* Unset RINGO_TWOPHASE_BYTES: the largest two-phase all-reduce input per rank of n ranks, up to where
  * the ring wins (core.h), within the board's share. */
 uint64_t ringo_comm_twophase_default(int nranks);
+/* 1 when n ranks whose allowed CPUs are cpus[0..n-1] can each have a CPU of its own (RINGO_SPIN's
+ * default polls only then). Greedy, ranks with the fewest CPUs first: it may say 0 where an
+ * assignment exists, never 1 where none does. */
+int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n);
 /* RINGO_DEBUG=INFO's lines on the ring order, once init is through. */
 void ringo_comm_log_ring(const ringoComm_t comm);
 /* Puts comm in error for good, keeping the first failure's code and message (no poison). */

@@ -68,7 +68,7 @@ struct ringo_env {
                               (RINGO_SLICE_ONE_HOST, or RINGO_SLICE_ACROSS_HOSTS when it leaves the host) */
   int nslots;              /* RINGO_NSLOTS: FIFO depth per link, >= 4 (default 4) */
   int spin;                /* RINGO_SPIN: polls before a waiter yields (unset, -1 here: RINGO_SPIN_FIT where
-                              this host's ranks of the communicator fit its CPUs, else 0; comm.c) */
+                              this host's ranks of the communicator can each have a CPU of their own, else 0; comm.c) */
   double yield_us;         /* RINGO_YIELD_US: how long a waiter yields before it sleeps (default 200) */
   char hostname[256];      /* RINGO_HOSTNAME: host identity override (default gethostname) */
   char socket_ifname[64];  /* RINGO_SOCKET_IFNAME: interface the bootstrap root binds to */
