@@ -2,7 +2,7 @@
 # bench-peers.sh — ringo beside the strongest CPU peers (Open MPI's coll/tuned algorithms, MPICH, Intel MPI,
 # oneCCL), float32 sum all-reduce, interleaved run by run (A B C D A B C D), one table of busbw and ringo's
 # ratio to the best peer per size. Installs what is missing under $BUILD/peers/. Run: make bench-peers
-# (full: N = 2 4 8, 4 KiB .. 256 MiB, two passes) or bench/peers/bench-peers.sh --quick (smoke, about a minute).
+# (full: N = 2 4 8, 256 B .. 256 MiB, two passes) or bench/peers/bench-peers.sh --quick (smoke, about a minute).
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -12,8 +12,9 @@ OUT=${PEERS_OUT:-$P/results}
 IMPI_VERSION=${PEERS_IMPI_VERSION:-2021.19.0}
 CCL_VERSION=${PEERS_CCL_VERSION:-2022.2.0}
 
-# Sizes as ringo-bench takes them; the full run is the issue's range, x4 per row.
-MINB=4K MAXB=256M FACTOR=4 NS="2 4 8" PASSES=2 WARMUP=2 ITERS=""
+# Sizes as ringo-bench takes them: 4 KiB .. 256 MiB x4 per row (target 1.2x the best peer), and
+# 256 B and 1 KiB below it (target: parity).
+MINB=256 MAXB=256M FACTOR=4 NS="2 4 8" PASSES=2 WARMUP=2 ITERS=""
 # Every configuration tried; each is one launch over all sizes. "ringo" is ringo-bench under Open MPI's
 # mpirun, alone as every peer's harness is (Open MPI's collectives interleaved call by call, as
 # --compare mpi does, made ringo's 16-64 KiB calls 1.75x slower: docs/peers.md), and under their
@@ -32,7 +33,7 @@ usage() {
   cat <<EOF
 usage: bench/peers/bench-peers.sh [--quick] [--install-only] [--np "2 4 8"] [--passes P] [-b MIN] [-e MAX]
                                   [-f FACTOR] [--configs "lib:cfg ..."] [--table-only]
-  --quick         N = 2, 4 KiB .. 1 MiB x16, one pass, 5 iterations: a smoke test of every configuration
+  --quick         N = 2, 256 B .. 1 MiB x16, one pass, 5 iterations: a smoke test of every configuration
   --table-only    print the table from the rows already in $OUT/rows.tsv
   PEERS_CONFIGS   the configurations (default: every one listed at the top of this script);
                   PEERS_CONFIGS_N4, PEERS_CONFIGS_N8: the list at that N instead

@@ -7,6 +7,9 @@ import os
 import statistics
 import sys
 
+# The targets for ringo / the best peer: 1.2 from 4 KiB up, parity below.
+TARGET_FROM, TARGET_ABOVE, TARGET_BELOW = 4096, 1.2, 1.0
+
 NAMES = {"ompi": "Open MPI", "mpich": "MPICH", "impi": "Intel MPI", "ccl": "oneCCL"}
 
 
@@ -80,6 +83,15 @@ def main(path):
     for n in ns:
         print(f"| {n} | " + " | ".join(f"{ratios[(n, b)][0]:.2f}" if (n, b) in ratios else "-" for b in sizes) + " |")
         print("|   | " + " | ".join(ratios[(n, b)][1] if (n, b) in ratios else "-" for b in sizes) + " |")
+    print()
+    print(f"## Against the targets ({TARGET_ABOVE}x the best peer from {size_name(TARGET_FROM)}, "
+          f"{TARGET_BELOW}x below it; median over passes)\n")
+    for n in ns:
+        short = [(b, ratios[(n, b)][0]) for b in sizes if (n, b) in ratios and
+                 ratios[(n, b)][0] < (TARGET_ABOVE if b >= TARGET_FROM else TARGET_BELOW)]
+        have = sum((n, b) in ratios for b in sizes)
+        what = ", ".join(f"{size_name(b)} ({r:.2f})" for b, r in short) or "none"
+        print(f"- N = {n}: met at {have - len(short)} of {have} sizes; short at: {what}")
     print()
     print("## ringo / each library's best configuration (busbw ratio; < 1: ringo slower)\n")
     print("| N | peer | " + " | ".join(size_name(b) for b in sizes) + " |")
