@@ -1,4 +1,4 @@
-// test_board_rotate.cc — rotating board slots (src/comm/board.c): ops of 8 KiB or more write at an
+// test_board_rotate.cc — rotating board slots (src/comm/board.c): ops of 2 KiB or more write at an
 // offset that moves through a span of the slot and wraps; peers read at the offset published; every
 // collective keeps the ring's bits. Run: make test (build/test/test_board_rotate).
 #include <gtest/gtest.h>
@@ -45,12 +45,12 @@ void ExactSum(Team& t, size_t count, int it) {
 }  // namespace
 
 // With a 64 KiB span, 16 KiB two-phase all-reduces start at 0, 16, 32 and 48 KiB and then wrap; an
-// op under 8 KiB stays at 0 and leaves the cursor alone; an op larger than the span stays at 0. The
-// sums stay exact, so the peers read where each rank wrote.
+// op under 2 KiB stays at 0 and leaves the cursor alone, a 4 KiB one-shot moves on like the rest; an
+// op larger than the span stays at 0. The sums stay exact, so the peers read where each rank wrote.
 TEST(BoardRotate, OffsetsMoveThroughTheSpanAndWrap) {
   RunForked(2, [](Team& t) {
     ASSERT_EQ(size_t(64) << 10, ringo_test_board_span(t.comms[0]));
-    const size_t k16 = 4096, small = 1024, big = 24 * 1024;  // int32s: 16 KiB, 4 KiB, 96 KiB
+    const size_t k16 = 4096, k4 = 1024, small = 256, big = 24 * 1024;  // int32s: 16, 4, 1 and 96 KiB
     const size_t expect[] = {0, 16 << 10, 32 << 10, 48 << 10, 0, 16 << 10};
     for (int it = 0; it < 6; it++) {
       ExactSum(t, k16, it);
@@ -60,7 +60,9 @@ TEST(BoardRotate, OffsetsMoveThroughTheSpanAndWrap) {
     EXPECT_EQ(0u, ringo_test_board_last_offset(t.comms[0]));
     ExactSum(t, k16, 7);
     EXPECT_EQ(size_t(32) << 10, ringo_test_board_last_offset(t.comms[0]));
-    ExactSum(t, big, 8);
+    ExactSum(t, k4, 8);
+    EXPECT_EQ(size_t(48) << 10, ringo_test_board_last_offset(t.comms[0]));
+    ExactSum(t, big, 9);
     EXPECT_EQ(0u, ringo_test_board_last_offset(t.comms[0]));
   }, WithEnv({{"RINGO_BOARD_ROTATE", "64K"}, {"RINGO_ONESHOT_BYTES", "4K"}, {"RINGO_TWOPHASE_BYTES", "1M"}}));
 }
@@ -94,7 +96,7 @@ TEST(BoardRotate, DefaultSpanFollowsTheCpus) {
 }
 
 // Every collective, dtype, op and placement, one-shot and two-phase, with a span small enough that
-// the offsets wrap every few calls (counts around and above the 8 KiB floor and above the span):
+// the offsets wrap every few calls (counts around and above the 2 KiB floor and above the span):
 // the same bits as the ring on every rank.
 std::vector<Case> RotatingCases(int n) { return ringo_cases::EveryCase(n, {size_t(2053), size_t(4099 * n)}); }
 class BoardRotateBits : public testing::TestWithParam<int> {};

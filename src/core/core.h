@@ -109,8 +109,8 @@ struct ringo_env {
 #define RINGO_ONESHOT_PER_PEER ((size_t)-1)
 #define RINGO_TWOPHASE_DEFAULT ((size_t)-1)
 /* Board ops of at least this many bytes rotate through their slot (comm/board.c says why; smaller
- * ones gained nothing, docs/peers.md). */
-#define RINGO_BOARD_ROTATE_MIN_BYTES ((size_t)8 << 10)
+ * ones measured slower, docs/peers.md). */
+#define RINGO_BOARD_ROTATE_MIN_BYTES ((size_t)2 << 10)
 #define RINGO_BOARD_ROTATE_AUTO ((size_t)-1)
 /* Unset RINGO_SPIN where every rank of the host has a CPU of its own: a peer a few hundred ns late
  * is caught by polling instead of a yield's system call (2 ranks, 4 KiB: 13-20 % faster, measured
