@@ -67,6 +67,29 @@ TEST(BoardRotate, OffsetsMoveThroughTheSpanAndWrap) {
   }, WithEnv({{"RINGO_BOARD_ROTATE", "64K"}, {"RINGO_ONESHOT_BYTES", "4K"}, {"RINGO_TWOPHASE_BYTES", "1M"}}));
 }
 
+// Posts under 8 KiB rotate through at most 1 MiB of a larger span (the most they were measured to
+// gain in); larger posts use all of it.
+TEST(BoardRotate, SmallPostsStayInTheFirstMiB) {
+  RunForked(2, [](Team& t) {
+    ASSERT_EQ(size_t(2) << 20, ringo_test_board_span(t.comms[0]));
+    size_t most = 0;
+    for (int it = 0; it < 300; it++) {  // 4 KiB one-shots: 256 fit in 1 MiB, then back to 0
+      ExactSum(t, 1024, it);
+      most = std::max(most, ringo_test_board_last_offset(t.comms[0]));
+      if (it == 256) {
+        EXPECT_EQ(0u, ringo_test_board_last_offset(t.comms[0]));
+      }
+    }
+    EXPECT_EQ((size_t(1) << 20) - 4096, most);
+    most = 0;
+    for (int it = 0; it < 80; it++) {  // 16 KiB two-phase posts go past 1 MiB
+      ExactSum(t, 4096, it);
+      most = std::max(most, ringo_test_board_last_offset(t.comms[0]));
+    }
+    EXPECT_GE(most, size_t(1) << 20);
+  }, WithEnv({{"RINGO_BOARD_ROTATE", "2M"}, {"RINGO_ONESHOT_BYTES", "4K"}, {"RINGO_TWOPHASE_BYTES", "2M"}}));
+}
+
 // Setup makes and maps every page of the span, the ranks' own and their peers', so that no call
 // takes page faults on its first trips through it.
 TEST(BoardRotate, SetupMapsTheWholeSpan) {
@@ -96,9 +119,11 @@ TEST(BoardRotate, DefaultSpanFollowsTheCpus) {
 }
 
 // Every collective, dtype, op and placement, one-shot and two-phase, with a span small enough that
-// the offsets wrap every few calls (counts around and above the 2 KiB floor and above the span):
+// the offsets wrap every few calls (counts below, around and above the 2 KiB floor and above the span):
 // the same bits as the ring on every rank.
-std::vector<Case> RotatingCases(int n) { return ringo_cases::EveryCase(n, {size_t(2053), size_t(4099 * n)}); }
+std::vector<Case> RotatingCases(int n) {
+  return ringo_cases::EveryCase(n, {size_t(509), size_t(2053), size_t(4099 * n)});
+}
 class BoardRotateBits : public testing::TestWithParam<int> {};
 TEST_P(BoardRotateBits, EqualTheRingsWhileOffsetsWrap) {
   const int n = GetParam();

@@ -107,11 +107,17 @@ static const unsigned char* posted_data(const struct ringo_board* bd, int r, uin
   return data_slot(bd, r, b) + ringo_board_data_offset(bd, r, b);
 }
 
+/* Posts under BOARD_SMALL_POST rotate through at most BOARD_SMALL_SPAN of the span: the largest
+ * span they were measured to gain in (a 2 MiB one made 8 KiB posts 6x slower, docs/peers.md). */
+#define BOARD_SMALL_POST ((size_t)8 << 10)
+#define BOARD_SMALL_SPAN ((size_t)1 << 20)
+
 /* Where this rank writes an op of `bytes` (header comment: rotating slots). */
 static size_t next_offset(struct ringo_board* bd, size_t bytes) {
-  if (bytes < RINGO_BOARD_ROTATE_MIN_BYTES || bytes > bd->span) return 0;
+  const size_t span = bytes < BOARD_SMALL_POST && bd->span > BOARD_SMALL_SPAN ? BOARD_SMALL_SPAN : bd->span;
+  if (bytes < RINGO_BOARD_ROTATE_MIN_BYTES || bytes > span) return 0;
   size_t off = board_round_up(bd->cursor, BOARD_LINE);
-  if (off + bytes > bd->span) off = 0;
+  if (off + bytes > span) off = 0;
   bd->cursor = off + bytes;
   return off;
 }
