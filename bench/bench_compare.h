@@ -150,17 +150,25 @@ static void cmp_close(struct bench* b) {
 
 /* An untimed barrier of the --compare library before each call, ringo's and its own, so each call
  * starts with the ranks together; none passes through ringo, whose counters see only ringo's calls.
- * ringo against itself has none: both sides start as the other left the ranks, alike. */
-static void cmp_barrier(const struct bench* b) {
-  if (getenv("RINGO_BENCH_NO_QUIET_BARRIER")) return;
+ * ringo against itself has none: both sides start as the other left the ranks, alike. Returns
+ * whether it met the ranks (not under RINGO_BENCH_NO_QUIET_BARRIER). */
+static int cmp_barrier(const struct bench* b) {
+  if (getenv("RINGO_BENCH_NO_QUIET_BARRIER")) return 0;
 #ifdef RINGO_HAVE_MPI
-  if (b->o->compare == CMP_MPI) mpi_quiet_barrier();
+  if (b->o->compare == CMP_MPI) {
+    mpi_quiet_barrier();
+    return 1;
+  }
 #endif
 #ifdef RINGO_HAVE_GLOO
   char err[512] = "";
-  if (b->o->compare == CMP_GLOO && gloo_side_barrier(b->gloo, err, sizeof err) != 0) gloo_die(b, "barrier", err);
+  if (b->o->compare == CMP_GLOO) {
+    if (gloo_side_barrier(b->gloo, err, sizeof err) != 0) gloo_die(b, "barrier", err);
+    return 1;
+  }
 #endif
   (void)b;
+  return 0;
 }
 
 /* The --compare library's counterpart of the row's collective, once; an error ends the rank. */

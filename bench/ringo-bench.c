@@ -347,10 +347,10 @@ static void quiet_barrier(const struct bench* b) {
 
 /* One call of ringo's collective (other = 0) or of the --compare library's (other = 1); returns its
  * seconds. With MPI or Gloo beside ringo, that library's untimed barrier comes first
- * (bench_compare.h); else, with --barrier, the bench's own. */
+ * (bench_compare.h); where there is none, with --barrier, the bench's own. */
 static double timed_call(const struct bench* b, const struct row* w, int inplace, int other) {
-  if (w->cmp && b->o->compare != CMP_ALT) cmp_barrier(b);
-  else if (b->o->barrier) quiet_barrier(b);
+  const int met = w->cmp && b->o->compare != CMP_ALT && cmp_barrier(b);
+  if (!met && b->o->barrier) quiet_barrier(b);
   double t0 = now_s();
   if (!other) coll_checked(b, b->comm, w, inplace);
   else if (b->o->compare == CMP_ALT) coll_checked(b, b->alt, w, inplace);
