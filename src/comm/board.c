@@ -108,8 +108,9 @@ static const unsigned char* posted_data(const struct ringo_board* bd, int r, uin
 }
 
 /* Posts under BOARD_SMALL_POST rotate through at most BOARD_SMALL_SPAN of the span: the largest
- * span they were measured to gain in (a 2 MiB one made 8 KiB posts 6x slower, docs/peers.md). */
-#define BOARD_SMALL_POST ((size_t)8 << 10)
+ * span they were measured to gain in (a 2 MiB one made 8 KiB posts 6x slower and 16-128 KiB ones
+ * no slower than a 1 MiB one, docs/peers.md). */
+#define BOARD_SMALL_POST ((size_t)16 << 10)
 #define BOARD_SMALL_SPAN ((size_t)1 << 20)
 
 /* Where this rank writes an op of `bytes` (header comment: rotating slots). */
