@@ -14,6 +14,9 @@ const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataT
 }
 
 size_t ringo_test_twophase_default_bytes(int n) { return (size_t)ringo_comm_twophase_default(n); }
+size_t ringo_test_twophase_round_default_bytes(int n) { return (size_t)ringo_comm_twophase_round_default(n); }
+unsigned long long ringo_test_board_ops(ringoComm_t comm) { return comm->board ? comm->board_ops : 0; }
+size_t ringo_test_board_bytes(ringoComm_t comm) { return comm->board ? ringo_board_bytes(comm->board) : 0; }
 
 int ringo_test_spin(ringoComm_t comm) { return comm->env.spin; }
 

@@ -18,6 +18,13 @@ extern "C" {
 const char* ringo_test_allreduce_algo(ringoComm_t comm, size_t count, ringoDataType_t type);
 /* The two-phase all-reduce's default limit per rank for n ranks (core/core.h), as comm.c sets it. */
 size_t ringo_test_twophase_default_bytes(int n);
+/* Unset RINGO_TWOPHASE_ROUND_BYTES: the two-phase slot per rank for n ranks, as comm.c sets it. */
+size_t ringo_test_twophase_round_default_bytes(int n);
+/* How many board ops comm has run (one per collective, a two-phase all-reduce one per round); 0
+ * without a board. */
+unsigned long long ringo_test_board_ops(ringoComm_t comm);
+/* The size of comm's board segment in bytes (0: none). */
+size_t ringo_test_board_bytes(ringoComm_t comm);
 /* How many times comm's waiters poll before they yield (RINGO_SPIN, or comm.c's default). */
 int ringo_test_spin(ringoComm_t comm);
 /* comm.c's ringo_comm_cpus_fit over n ranks, rank i allowed the CPUs listed in cpus[i] (-1 ends each

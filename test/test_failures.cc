@@ -67,7 +67,7 @@ struct RankInfoShim {
   int32_t pid, rank;
   uint64_t oneshot_bytes, slice_bytes;
   int32_t algo, unused;  // RINGO_ALGO: 0 auto, 1 ring, 2 naive
-  uint64_t twophase_bytes;
+  uint64_t twophase_bytes, twophase_round_bytes;
   uint64_t cpus[16];  // RINGO_CPU_WORDS: the CPUs it may run on
 };
 

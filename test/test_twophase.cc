@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -61,30 +62,64 @@ std::vector<Case> AllReduceCases(int n) {
   return cases;
 }
 
-}  // namespace
-
-// Phase 1 reduces each chunk as the ring does (ringo_oneshot_reduce_chunk: the ring's order, partial
-// steps in the type, avg's division last), phase 2 only copies: every all-reduce gives the ring's
-// bits on every rank, and the ring's bytes.
-class TwoPhaseBits : public testing::TestWithParam<int> {};
-TEST_P(TwoPhaseBits, EqualTheRingsForEveryTypeOpAndPlacement) {
-  const int n = GetParam();
-  const std::vector<Case> cases = AllReduceCases(n);
+// Runs cases on n ranks on the ring, then under env (every one two-phase), and expects the ring's
+// bits on every rank and the ring's bytes; check_ops(c, k) looks at the k board ops a call took.
+void ExpectTwoPhaseBitsEqualTheRings(int n, const std::vector<Case>& cases, const Options& env,
+                                     const std::function<void(const Case&, unsigned long long)>& check_ops) {
   HashTable table(n, cases.size());
   ASSERT_NE(MAP_FAILED, static_cast<void*>(table.mem));
   RunForked(n, [&](Team& t) { ringo_hashes::HashCases(t, table.Row(0, n, t.ranks[0]), cases); },
             WithEnv({{"RINGO_ALGO", "ring"}}));
   RunForked(n, [&](Team& t) {
+    unsigned long long ops = ringo_test_board_ops(t.comms[0]);
     ringo_hashes::HashCases(t, table.Row(1, n, t.ranks[0]), cases, [&](const Case& c, const ringoCommStats& grew) {
       EXPECT_EQ("two-phase", AlgoFor(t.comms[0], c.count, c.type)) << ringo_cases::Label(c);
       EXPECT_EQ(TwoPhaseBytes(n, t.ranks[0], c), grew.bytesSent) << ringo_cases::Label(c);
       EXPECT_EQ(TwoPhaseBytes(n, t.ranks[0], c), grew.bytesReceived) << ringo_cases::Label(c);
+      const unsigned long long now = ringo_test_board_ops(t.comms[0]);
+      check_ops(c, now - ops);
+      ops = now;
     });
-  }, TwoPhaseUpTo1M());
-  if (HasFailure()) return;
-  table.ExpectModesEqual(n, cases, "two-phase");
+  }, env);
+  if (!testing::Test::HasFailure()) table.ExpectModesEqual(n, cases, "two-phase");
+}
+
+}  // namespace
+
+// Phase 1 reduces each chunk as the ring does (ringo_oneshot_reduce_piece: the ring's order, partial
+// steps in the type, avg's division last), phase 2 only copies: every all-reduce gives the ring's
+// bits on every rank, and the ring's bytes, in one round.
+class TwoPhaseBits : public testing::TestWithParam<int> {};
+TEST_P(TwoPhaseBits, EqualTheRingsForEveryTypeOpAndPlacement) {
+  const int n = GetParam();
+  ExpectTwoPhaseBitsEqualTheRings(n, AllReduceCases(n), TwoPhaseUpTo1M(), [](const Case& c, unsigned long long ops) {
+    EXPECT_EQ(1u, ops) << ringo_cases::Label(c);
+  });
 }
 INSTANTIATE_TEST_SUITE_P(N, TwoPhaseBits, testing::Values(2, 3, 4, 5, 8));
+
+// An input larger than the round (RINGO_TWOPHASE_ROUND_BYTES) runs in rounds, one board op each,
+// every ring chunk cut into as many pieces: still the ring's bits and bytes. Rounds of 16 KiB: the
+// long cases take 2-48 of them, so both board sides are reused many times within one call.
+class TwoPhaseRoundsBits : public testing::TestWithParam<int> {};
+TEST_P(TwoPhaseRoundsBits, EqualTheRingsForEveryTypeOpAndPlacement) {
+  const int n = GetParam();
+  const size_t round = 16 << 10;
+  Options env = TwoPhaseUpTo1M();
+  env.env.push_back({"RINGO_TWOPHASE_ROUND_BYTES", "16K"});
+  const std::vector<Case> cases = AllReduceCases(n);
+  size_t multi = 0;
+  for (const Case& c : cases) multi += c.count * ringo_cases::TypeSize(c.type) > round;
+  ASSERT_GT(multi, cases.size() / 5);  // the 8192·N + 1 counts and the avg cases
+  // ringo_chunk_range's 16-element cuts can make the first round a little longer than an even
+  // share: one round more than the bytes alone need, at most.
+  ExpectTwoPhaseBitsEqualTheRings(n, cases, env, [&](const Case& c, unsigned long long ops) {
+    const size_t bytes = c.count * ringo_cases::TypeSize(c.type);
+    const unsigned long long least = (bytes + round - 1) / round;
+    EXPECT_TRUE(ops == least || ops == least + 1) << ringo_cases::Label(c) << ": " << ops << " rounds";
+  });
+}
+INSTANTIATE_TEST_SUITE_P(N, TwoPhaseRoundsBits, testing::Values(2, 3, 4, 8));
 
 // RINGO_TWOPHASE_BYTES is the largest input that runs two-phase, to the byte; fewer elements than
 // ranks never do (a rank would have no chunk); RINGO_TWOPHASE_BYTES=0 and RINGO_ALGO=ring turn it off.
@@ -106,13 +141,19 @@ TEST(TwoPhase, ThresholdIsExact) {
 }
 
 // Unset, it runs above the one-shot up to RINGO_TWOPHASE_MAX_BYTES per rank (1 MiB at N = 3), less
-// where the board's 2·N slots would pass RINGO_TWOPHASE_BOARD_BYTES (core/core.h).
+// where the board's 2·N slots would pass RINGO_TWOPHASE_BOARD_BYTES (core/core.h); from 8 ranks up
+// to two rounds of the slot, at most 4 MiB.
 TEST(TwoPhase, DefaultRange) {
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(2));
   EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(3));
-  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(8));
-  EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(16));
-  for (int n : {2, 3}) {
+  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(4));
+  // From 8 ranks, two rounds of the board's share: 2 x 2 MiB at N = 8, 2 x 1 MiB at N = 16.
+  EXPECT_EQ(size_t(4) << 20, ringo_test_twophase_default_bytes(8));
+  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(16));
+  // The round (the board slot) unset: the board's 32 MiB shared by 2·N slots.
+  EXPECT_EQ(size_t(8) << 20, ringo_test_twophase_round_default_bytes(2));
+  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_round_default_bytes(8));
+  for (int n : {2, 3, 8}) {
     RunForked(n, [](Team& t) {
       const size_t max = ringo_test_twophase_default_bytes(t.nranks);
       EXPECT_EQ("one-shot", AlgoFor(t.comms[0], 16, ringoFloat32));
@@ -213,3 +254,28 @@ Options MixedEnv() { return WithEnv({{"RINGO_ONESHOT_BYTES", "1K"}, {"RINGO_TWOP
 TEST(TwoPhase, MixedStreamForked) { RunForked(4, MixedStream, MixedEnv()); }
 TEST(TwoPhase, MixedStreamThreads) { ringo_test::RunThreads(3, MixedStream, MixedEnv()); }
 TEST(TwoPhase, MixedStreamOneThread) { ringo_test::RunGroup(5, MixedStream, MixedEnv()); }
+
+// Rounds of 4 KiB mixed with one-shot, one-round two-phase and ring calls: a call of several rounds
+// takes several board ops, and the next call must still find both sides where the peers left them.
+TEST(TwoPhase, MixedStreamInRounds) {
+  RunForked(4, MixedStream, WithEnv({{"RINGO_ONESHOT_BYTES", "1K"}, {"RINGO_TWOPHASE_BYTES", "8K"},
+                                     {"RINGO_TWOPHASE_ROUND_BYTES", "4K"}}));
+}
+
+// RINGO_TWOPHASE_BYTES beyond the board's share does not grow the board: the input runs in rounds of
+// the share (4 MiB at N = 4), so /dev/shm holds the same 32 MiB whatever the limit.
+TEST(TwoPhase, LargeLimitKeepsTheBoardAndRunsInRounds) {
+  RunForked(4, [](Team& t) {
+    EXPECT_LE(ringo_test_board_bytes(t.comms[0]), (size_t(32) << 20) + (size_t(1) << 20));
+    EXPECT_GT(ringo_test_board_bytes(t.comms[0]), size_t(32) << 20);
+    const size_t count = size_t(3) << 20;  // 12 MiB of int32: three rounds
+    ASSERT_EQ("two-phase", AlgoFor(t.comms[0], count, ringoInt32));
+    std::vector<int32_t> in(count), out(count, -1);
+    for (size_t i = 0; i < count; i++) in[i] = int32_t(i % 1000) + t.ranks[0];
+    const unsigned long long ops = ringo_test_board_ops(t.comms[0]);
+    ASSERT_EQ(ringoSuccess, ringoAllReduce(in.data(), out.data(), count, ringoInt32, ringoSum, t.comms[0], nullptr));
+    EXPECT_EQ(3u, ringo_test_board_ops(t.comms[0]) - ops);
+    for (size_t i = 0; i < count; i++)
+      if (out[i] != 4 * int32_t(i % 1000) + 6) FAIL() << "element " << i << ": " << out[i];
+  }, WithEnv({{"RINGO_TWOPHASE_BYTES", "32M"}}));
+}

@@ -63,6 +63,7 @@ struct ringo_board {
   void* base;
   size_t bytes, capacity, stride; /* stride: a data slot, the capacity rounded up to a cache line */
   size_t oneshot_limit, twophase_limit; /* the largest input per rank of each algorithm (agreed) */
+  size_t twophase_round;                /* the most one round of a two-phase all-reduce posts (agreed) */
   int nranks;
   size_t span;   /* the first bytes of each slot that ops rotate through (0: they do not) */
   size_t cursor; /* this rank's next offset in its slots when rotating */
@@ -168,6 +169,8 @@ size_t ringo_board_span_pages_absent(const struct ringo_board* bd) {
 
 size_t ringo_board_oneshot_limit(const struct ringo_board* board) { return board->oneshot_limit; }
 size_t ringo_board_twophase_limit(const struct ringo_board* board) { return board->twophase_limit; }
+size_t ringo_board_twophase_round(const struct ringo_board* board) { return board->twophase_round; }
+size_t ringo_board_bytes(const struct ringo_board* board) { return board->bytes; }
 size_t ringo_board_rotate_span(const struct ringo_board* board) { return board->span; }
 
 /* ---- setup ---- */
@@ -188,13 +191,16 @@ static size_t agreed_limit(const ringoComm_t comm, size_t offset, const char* wh
   return (size_t)cap;
 }
 
-/* The limits every rank allows, or 0 when the board cannot serve this ring (ranks on other hosts). */
-static int agreed_limits(const ringoComm_t comm, size_t* oneshot, size_t* twophase) {
-  *oneshot = *twophase = 0;
+/* The limits every rank allows, or 0 when the board cannot serve this ring (ranks on other hosts);
+ * *round: the two-phase slot, the larger of which runs in rounds. */
+static int agreed_limits(const ringoComm_t comm, size_t* oneshot, size_t* twophase, size_t* round) {
+  *oneshot = *twophase = *round = 0;
   for (int r = 0; r < comm->nranks; r++)
     if (strcmp(comm->info[r].host, comm->info[0].host) != 0) return 0;
   *oneshot = agreed_limit(comm, offsetof(struct ringo_rank_info, oneshot_bytes), "RINGO_ONESHOT_BYTES");
   *twophase = agreed_limit(comm, offsetof(struct ringo_rank_info, twophase_bytes), "RINGO_TWOPHASE_BYTES");
+  *round = agreed_limit(comm, offsetof(struct ringo_rank_info, twophase_round_bytes), "RINGO_TWOPHASE_ROUND_BYTES");
+  if (*round > *twophase) *round = *twophase;
   return *oneshot > 0 || *twophase > 0;
 }
 
@@ -230,9 +236,9 @@ static int attach_board(const ringoComm_t comm, const char* name, size_t bytes, 
  * Two allgathers: rank 0's segment name, then whether every rank mapped it (after which the name
  * can go: mapped by every rank, or by none). */
 ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  size_t oneshot, twophase;
-  if (comm->nranks < 2 || !agreed_limits(comm, &oneshot, &twophase)) return ringoSuccess;
-  const size_t cap = oneshot > twophase ? oneshot : twophase;
+  size_t oneshot, twophase, round;
+  if (comm->nranks < 2 || !agreed_limits(comm, &oneshot, &twophase, &round)) return ringoSuccess;
+  const size_t cap = oneshot > round ? oneshot : round;
   const size_t bytes = board_bytes(comm->nranks, cap);
   const size_t n = (size_t)comm->nranks;
   char mine[64] = {0};
@@ -265,6 +271,7 @@ ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous*
     bd->capacity = cap;
     bd->oneshot_limit = oneshot;
     bd->twophase_limit = twophase;
+    bd->twophase_round = round;
     bd->stride = board_round_up(cap, BOARD_LINE);
     bd->nranks = comm->nranks;
     bd->span = rotate_span(comm, cap);

@@ -19,7 +19,8 @@
 
 /* Makes the board when every rank is on this host and every rank allows the one-shot or the
  * two-phase path (info[r].oneshot_bytes or twophase_bytes > 0; the smallest over the ranks is each
- * one's limit, the larger limit the capacity), else leaves comm->board NULL.
+ * one's limit; the capacity the larger of the one-shot's and the two-phase round's, which
+ * RINGO_TWOPHASE_ROUND_BYTES caps), else leaves comm->board NULL.
  * Collective over rv when it makes one; decided from comm->info alone, so all ranks agree. */
 ringoResult_t ringo_board_setup(ringoComm_t comm, const struct ringo_rendezvous* rv);
 void ringo_board_free(ringoComm_t comm);
@@ -27,6 +28,10 @@ void ringo_board_free(ringoComm_t comm);
 /* The largest input per rank a one-shot collective, and a two-phase all-reduce, may post. */
 size_t ringo_board_oneshot_limit(const struct ringo_board* board);
 size_t ringo_board_twophase_limit(const struct ringo_board* board);
+/* The most one round of a two-phase all-reduce posts per rank (its slot): larger inputs run in rounds. */
+size_t ringo_board_twophase_round(const struct ringo_board* board);
+/* The segment's size: 2·N data slots of the capacity, and the counters. */
+size_t ringo_board_bytes(const struct ringo_board* board);
 /* The first bytes of each data slot that this rank's ops of RINGO_BOARD_ROTATE_MIN_BYTES or more
  * rotate through (0: every op at the slot's start); board.c says why. */
 size_t ringo_board_rotate_span(const struct ringo_board* board);

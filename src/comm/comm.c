@@ -400,9 +400,16 @@ static uint64_t oneshot_allowed(const ringoComm_t comm) {
   return per_peer < (64u << 10) ? per_peer : (64u << 10);
 }
 
-uint64_t ringo_comm_twophase_default(int nranks) {
-  const uint64_t most = nranks == 3 ? RINGO_TWOPHASE_N3_BYTES : RINGO_TWOPHASE_MAX_BYTES;
+uint64_t ringo_comm_twophase_round_default(int nranks) {
   const uint64_t share = RINGO_TWOPHASE_BOARD_BYTES / (2 * (uint64_t)nranks) & ~(uint64_t)4095;
+  return share > 4096 ? share : 4096;
+}
+
+uint64_t ringo_comm_twophase_default(int nranks) {
+  const uint64_t share = ringo_comm_twophase_round_default(nranks);
+  if (nranks >= RINGO_TWOPHASE_MANY_RANKS)
+    return 2 * share < RINGO_TWOPHASE_MANY_BYTES ? 2 * share : RINGO_TWOPHASE_MANY_BYTES;
+  const uint64_t most = nranks == 3 ? RINGO_TWOPHASE_N3_BYTES : RINGO_TWOPHASE_MAX_BYTES;
   return share < most ? share : most;
 }
 
@@ -412,6 +419,11 @@ static uint64_t twophase_allowed(const ringoComm_t comm) {
   if (!board_algos_allowed(comm)) return 0;
   if (comm->env.twophase_bytes != RINGO_TWOPHASE_DEFAULT) return comm->env.twophase_bytes;
   return ringo_comm_twophase_default(comm->nranks);
+}
+
+static uint64_t twophase_round_allowed(const ringoComm_t comm) {
+  if (comm->env.twophase_round_bytes != RINGO_TWOPHASE_DEFAULT) return comm->env.twophase_round_bytes;
+  return ringo_comm_twophase_round_default(comm->nranks);
 }
 
 /* The slot size every rank uses (the schedule slices chunks by it, so the ranks must agree): the
@@ -457,7 +469,7 @@ static ringoResult_t agreed_naive(const ringoComm_t comm) {
 ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* rv) {
   const int32_t algo = comm->algo;
   struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank, .oneshot_bytes = oneshot_allowed(comm),
-                                 .twophase_bytes = twophase_allowed(comm),
+                                 .twophase_bytes = twophase_allowed(comm), .twophase_round_bytes = twophase_round_allowed(comm),
                                  .slice_bytes = comm->env.slice_bytes, .algo = algo};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
   own_cpus(mine.cpus);

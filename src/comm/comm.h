@@ -32,6 +32,7 @@ struct ringo_rank_info {
   int32_t algo;           /* its RINGO_ALGO: RINGO_ALGO_AUTO, _RING or _NAIVE (the ranks must agree on the links) */
   int32_t unused;
   uint64_t twophase_bytes; /* the largest two-phase all-reduce input it allows (RINGO_TWOPHASE_BYTES; 0: none) */
+  uint64_t twophase_round_bytes; /* the most one round of it posts (RINGO_TWOPHASE_ROUND_BYTES) */
   uint64_t cpus[RINGO_CPU_WORDS]; /* the CPUs it may run on at setup (sched_getaffinity), one bit each */
 };
 
@@ -139,8 +140,10 @@ ringoResult_t ringo_comm_connect_star(ringoComm_t comm, const struct ringo_rende
 ringoResult_t ringo_comm_connect_gather(ringoComm_t comm, const struct ringo_rendezvous* rv);
 ringoResult_t ringo_comm_connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv);
 /* Unset RINGO_TWOPHASE_BYTES: the largest two-phase all-reduce input per rank of n ranks, up to where
- * the ring wins (core.h), within the board's share. */
+ * the ring wins (core.h): within the board's share, or two rounds of it from RINGO_TWOPHASE_MANY_RANKS. */
 uint64_t ringo_comm_twophase_default(int nranks);
+/* Unset RINGO_TWOPHASE_ROUND_BYTES: the board's share of each of n ranks' two slots. */
+uint64_t ringo_comm_twophase_round_default(int nranks);
 /* 1 when n ranks whose allowed CPUs are cpus[0..n-1] can each have a CPU of its own (RINGO_SPIN's
  * default polls only then). Greedy, ranks with the fewest CPUs first: it may say 0 where an
  * assignment exists, never 1 where none does. */

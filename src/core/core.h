@@ -83,6 +83,9 @@ struct ringo_env {
   size_t twophase_bytes;   /* RINGO_TWOPHASE_BYTES: the largest all-reduce input (per rank) of ranks all on one host
                               that runs in two phases through the board under RINGO_ALGO=auto, above the one-shot
                               (0: never; unset: RINGO_TWOPHASE_DEFAULT, picked per rank count in comm.c) */
+  size_t twophase_round_bytes; /* RINGO_TWOPHASE_ROUND_BYTES: the most a rank posts in one round of a two-phase
+                              all-reduce (its board slot); larger inputs run in rounds (unset:
+                              RINGO_TWOPHASE_DEFAULT, the board's share per rank in comm.c) */
   size_t board_rotate;     /* RINGO_BOARD_ROTATE: the span of each board slot side its ops of
                               RINGO_BOARD_ROTATE_MIN_BYTES or more rotate through (0: none; unset,
                               RINGO_BOARD_ROTATE_AUTO: the L2's size where the host's ranks fit its online
@@ -123,6 +126,14 @@ struct ringo_env {
 #define RINGO_TWOPHASE_MAX_BYTES ((uint64_t)2 << 20)
 #define RINGO_TWOPHASE_N3_BYTES ((uint64_t)1 << 20)
 #define RINGO_TWOPHASE_BOARD_BYTES ((uint64_t)32 << 20)
+/* From this many ranks the default runs two rounds of the board's share, at most
+ * RINGO_TWOPHASE_MANY_BYTES: at N = 8 on 2 cores, 4 MiB in two rounds was even with the ring, and
+ * held its speed in the launches where the ring's fell by half (docs/performance.md, "Rounds"). */
+#define RINGO_TWOPHASE_MANY_RANKS 8
+#define RINGO_TWOPHASE_MANY_BYTES ((uint64_t)4 << 20)
+/* A two-phase all-reduce runs in at most this many rounds (board ops); more would mean slots too
+ * small for the size, where the ring does as well. */
+#define RINGO_TWOPHASE_MAX_ROUNDS 64
 /* Default slices: shared-memory slots stay in cache at 128 KiB; MPI over TCP pays a handshake per
  * message, which 512 KiB amortises (docs/multi-host.md). */
 #define RINGO_SLICE_ONE_HOST ((size_t)128 << 10)

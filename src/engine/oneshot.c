@@ -31,26 +31,31 @@ int ringo_oneshot_fits(const struct ringo_op* op) {
          posted_bytes(op, op->root) <= ringo_board_oneshot_limit(comm->board);
 }
 
-ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base,
-                                         void* also_base) {
-  char* const out = out_base;
+ringoResult_t ringo_oneshot_reduce_piece(const struct ringo_op* op, int c, const void* const* in, size_t in_at,
+                                         const void* mine, size_t len, void* dst_at, void* also_at) {
+  if (len == 0) return ringoSuccess;
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
-  const size_t esize = ringo_type_size(op->type);
-  size_t in_off, out_off, len;
-  ringo_chunk_geometry(op->coll, op->count, n, comm->ring, c, &in_off, &out_off, &len);
-  if (len == 0) return ringoSuccess;
   const int start = ringo_reduce_start(op->coll, n, comm->pos_of[op->root], c);
   const ringoRedOp_t partial = op->op == ringoAvg ? ringoSum : op->op;
-  char* dst = out + out_off * esize;
+  char* const dst = dst_at;
   for (int k = 1; k < n; k++) {
-    const char* acc = k == 1 ? (const char*)in[comm->ring[start]] + in_off * esize : dst;
-    const char* next = (const char*)in[comm->ring[ringo_mod(start + k, n)]] + in_off * esize;
+    const int a = comm->ring[start], r = comm->ring[ringo_mod(start + k, n)];
+    const char* acc = k > 1 ? dst : a == comm->rank && mine ? (const char*)mine : (const char*)in[a] + in_at;
+    const char* next = r == comm->rank && mine ? (const char*)mine : (const char*)in[r] + in_at;
     const int last = k == n - 1;
-    char* also = last && also_base ? (char*)also_base + out_off * esize : NULL;
-    RINGO_CHECK(ringo_reduce(dst, also, acc, next, len, op->type, last ? op->op : partial, last ? n : 1));
+    RINGO_CHECK(ringo_reduce(dst, last ? also_at : NULL, acc, next, len, op->type, last ? op->op : partial, last ? n : 1));
   }
   return ringoSuccess;
+}
+
+ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base,
+                                         void* also_base) {
+  const size_t esize = ringo_type_size(op->type);
+  size_t in_off, out_off, len;
+  ringo_chunk_geometry(op->coll, op->count, op->comm->nranks, op->comm->ring, c, &in_off, &out_off, &len);
+  char* also = also_base ? (char*)also_base + out_off * esize : NULL;
+  return ringo_oneshot_reduce_piece(op, c, in, in_off * esize, NULL, len, (char*)out_base + out_off * esize, also);
 }
 
 ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in) {

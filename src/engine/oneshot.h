@@ -23,6 +23,10 @@ ringoResult_t ringo_oneshot_gather_posts(const struct ringo_op* op, uint64_t b, 
  * in also_base (laid out the same) too where it is not NULL, in the same pass. */
 ringoResult_t ringo_oneshot_reduce_chunk(const struct ringo_op* op, const void* const* in, int c, void* out_base,
                                          void* also_base);
+/* The same for len elements of chunk c (c sets the order): rank r's are at (char*)in[r] + in_at, but
+ * this rank's at mine where that is not NULL; written to dst_at, and also_at too where not NULL. */
+ringoResult_t ringo_oneshot_reduce_piece(const struct ringo_op* op, int c, const void* const* in, size_t in_at,
+                                         const void* mine, size_t len, void* dst_at, void* also_at);
 /* This rank's result of op from every rank's input (in[rank]), combined in the ring's own order, so
  * the bits equal the ring's; shared by the board and the gather path (collectives.c). */
 ringoResult_t ringo_oneshot_combine(const struct ringo_op* op, const void* const* in);

@@ -17,6 +17,7 @@ struct algo {
   ringoResult_t (*setup)(ringoComm_t comm, const struct ringo_rendezvous* rv); /* its links; NULL: none */
   ringoResult_t (*run)(const struct ringo_op* op);                      /* NULL: runs on the board */
   ringoResult_t (*board_run)(const struct ringo_op* op, uint64_t b);    /* as board op b (needs the board) */
+  uint64_t (*board_ops)(const struct ringo_op* op); /* how many board ops from b it runs as; NULL: one */
 };
 
 static int single_fits(const struct ringo_op* op) { return op->comm->nranks == 1; }
@@ -26,13 +27,13 @@ static int naive_fits(const struct ringo_op* op) {
 /* In the order they are asked: the first that fits runs. Setup runs for every entry, in this
  * order, on every rank alike (each makes nothing where its algorithm cannot run). */
 static const struct algo algos[] = {
-    {"one rank", single_fits, NULL, ringo_single_run, NULL},
-    {"one-shot", ringo_oneshot_fits, ringo_board_setup, NULL, ringo_oneshot_run},
-    {"two-phase", ringo_twophase_fits, NULL, NULL, ringo_twophase_run},
-    {"naive", naive_fits, ringo_comm_connect_star, ringo_naive_run, NULL},
-    {"gather", ringo_gather_fits, ringo_comm_connect_gather, ringo_gather_run, NULL},
-    {"two-level", ringo_two_level_fits, ringo_comm_connect_two_level, ringo_two_level_run, NULL},
-    {"ring", NULL, ringo_comm_connect_ring, ringo_ring_run, NULL},
+    {"one rank", single_fits, NULL, ringo_single_run, NULL, NULL},
+    {"one-shot", ringo_oneshot_fits, ringo_board_setup, NULL, ringo_oneshot_run, NULL},
+    {"two-phase", ringo_twophase_fits, NULL, NULL, ringo_twophase_run, ringo_twophase_rounds},
+    {"naive", naive_fits, ringo_comm_connect_star, ringo_naive_run, NULL, NULL},
+    {"gather", ringo_gather_fits, ringo_comm_connect_gather, ringo_gather_run, NULL, NULL},
+    {"two-level", ringo_two_level_fits, ringo_comm_connect_two_level, ringo_two_level_run, NULL, NULL},
+    {"ring", NULL, ringo_comm_connect_ring, ringo_ring_run, NULL, NULL},
 };
 #define NUM_ALGOS (sizeof algos / sizeof algos[0])
 enum { ALGO_SINGLE = 0, ALGO_BOARD = 1 /* the entry that makes the board */, ALGO_RING = NUM_ALGOS - 1 };
@@ -58,7 +59,8 @@ ringoResult_t ringo_select_run(const struct ringo_op* op) {
   const ringoComm_t comm = op->comm;
   const size_t a = pick(op);
   if (a == ALGO_SINGLE || !comm->board) return algos[a].run(op);
-  const uint64_t b = comm->board_ops++;
+  const uint64_t b = comm->board_ops;
+  comm->board_ops += algos[a].board_ops ? algos[a].board_ops(op) : 1;
   if (algos[a].board_run) return algos[a].board_run(op, b);
   return ringo_oneshot_bracket(op, b, algos[a].run);
 }
