@@ -142,14 +142,14 @@ TEST(TwoPhase, ThresholdIsExact) {
 
 // Unset, it runs above the one-shot up to RINGO_TWOPHASE_MAX_BYTES per rank (1 MiB at N = 3), less
 // where the board's 2·N slots would pass RINGO_TWOPHASE_BOARD_BYTES (core/core.h); from 8 ranks up
-// to two rounds of the slot, at most 4 MiB.
+// to four rounds of the slot, at most 8 MiB.
 TEST(TwoPhase, DefaultRange) {
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(2));
   EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(3));
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(4));
-  // From 8 ranks, two rounds of the board's share: 2 x 2 MiB at N = 8, 2 x 1 MiB at N = 16.
-  EXPECT_EQ(size_t(4) << 20, ringo_test_twophase_default_bytes(8));
-  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(16));
+  // From 8 ranks, four rounds of the board's share: 4 x 2 MiB at N = 8, 4 x 1 MiB at N = 16.
+  EXPECT_EQ(size_t(8) << 20, ringo_test_twophase_default_bytes(8));
+  EXPECT_EQ(size_t(4) << 20, ringo_test_twophase_default_bytes(16));
   // The round (the board slot) unset: the board's 32 MiB shared by 2·N slots.
   EXPECT_EQ(size_t(8) << 20, ringo_test_twophase_round_default_bytes(2));
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_round_default_bytes(8));

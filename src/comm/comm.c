@@ -407,8 +407,10 @@ uint64_t ringo_comm_twophase_round_default(int nranks) {
 
 uint64_t ringo_comm_twophase_default(int nranks) {
   const uint64_t share = ringo_comm_twophase_round_default(nranks);
-  if (nranks >= RINGO_TWOPHASE_MANY_RANKS)
-    return 2 * share < RINGO_TWOPHASE_MANY_BYTES ? 2 * share : RINGO_TWOPHASE_MANY_BYTES;
+  if (nranks >= RINGO_TWOPHASE_MANY_RANKS) {
+    const uint64_t rounds = RINGO_TWOPHASE_MANY_ROUNDS * share;
+    return rounds < RINGO_TWOPHASE_MANY_BYTES ? rounds : RINGO_TWOPHASE_MANY_BYTES;
+  }
   const uint64_t most = nranks == 3 ? RINGO_TWOPHASE_N3_BYTES : RINGO_TWOPHASE_MAX_BYTES;
   return share < most ? share : most;
 }
