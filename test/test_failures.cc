@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "internals.h"
 #include "ringo.h"
 
 using namespace ringo_test;
@@ -115,6 +116,22 @@ TEST(Failures, ForgedOrUnevenAlgoFromAPeerIsRefused) {
     EXPECT_NE(std::string(ringoGetLastError(nullptr)).find(says), std::string::npos)
         << code << ": " << ringoGetLastError(nullptr);
     EXPECT_EQ(comm, nullptr);
+  }
+}
+
+// A peer's two-phase round (RINGO_TWOPHASE_ROUND_BYTES) is another process's word too: 0 or 1 (env.c
+// allows 4 KiB up) must leave the two-phase path unused, not divide by zero or run a million
+// rounds; a huge one is outvoted by this rank's own (the ranks use the smallest).
+TEST(Failures, ForgedTwoPhaseRoundFromAPeerIsHarmless) {
+  const std::pair<uint64_t, const char*> cases[] = {{0, "ring"}, {1, "ring"}, {~uint64_t{0}, "two-phase"}};
+  for (const auto& [round, algo] : cases) {
+    ForgedInfo forged{offsetof(RankInfoShim, twophase_round_bytes), 8, round};
+    const RendezvousShim rv = {&forged, ForgedInfo::Allgather, ForgedInfo::Barrier};
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringo_lifecycle_create(&comm, 2, 0, &rv, nullptr, nullptr), ringoSuccess) << ringoGetLastError(nullptr);
+    ASSERT_EQ(forged.info_bytes, sizeof(RankInfoShim)) << "struct ringo_rank_info changed: update RankInfoShim";
+    EXPECT_STREQ(algo, ringo_test_allreduce_algo(comm, size_t(1) << 18, ringoFloat32)) << round;
+    EXPECT_EQ(ringoSuccess, ringoCommAbort(comm));
   }
 }
 

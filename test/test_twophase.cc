@@ -142,14 +142,14 @@ TEST(TwoPhase, ThresholdIsExact) {
 
 // Unset, it runs above the one-shot up to RINGO_TWOPHASE_MAX_BYTES per rank (1 MiB at N = 3), less
 // where the board's 2·N slots would pass RINGO_TWOPHASE_BOARD_BYTES (core/core.h); from 8 ranks up
-// to four rounds of the slot, at most 8 MiB.
+// to four rounds of the slot, at most 8 MiB, where the slot is still 2 MiB (N = 8 only).
 TEST(TwoPhase, DefaultRange) {
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(2));
   EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(3));
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(4));
-  // From 8 ranks, four rounds of the board's share: 4 x 2 MiB at N = 8, 4 x 1 MiB at N = 16.
+  // At N = 8, four rounds of the board's share: 4 x 2 MiB; from 16 ranks one round of it.
   EXPECT_EQ(size_t(8) << 20, ringo_test_twophase_default_bytes(8));
-  EXPECT_EQ(size_t(4) << 20, ringo_test_twophase_default_bytes(16));
+  EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(16));
   // The round (the board slot) unset: the board's 32 MiB shared by 2·N slots.
   EXPECT_EQ(size_t(8) << 20, ringo_test_twophase_round_default_bytes(2));
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_round_default_bytes(8));
@@ -167,16 +167,18 @@ TEST(TwoPhase, DefaultRange) {
 // A rank whose call runs on the ring (another count) or is another collective is named at once by
 // the ranks in the two-phase call, and fails too: every rank gets ringoInvalidUsage with both
 // fingerprints, long before RINGO_TIMEOUT.
+// In rounds too (RINGO_TWOPHASE_ROUND_BYTES=16K: the two-phase call takes 16 of them): named in the first.
 TEST(TwoPhase, MismatchIsNamedOnEveryRank) {
-  for (int variant = 0; variant < 2; variant++) {
+  for (int variant = 0; variant < 4; variant++) {
     Options o = TwoPhaseUpTo1M();
     o.env.push_back({"RINGO_TIMEOUT", "20"});
+    if (variant >= 2) o.env.push_back({"RINGO_TWOPHASE_ROUND_BYTES", "16K"});
     RunForked(4, [&](Team& t) {
       const int r = t.ranks[0];
       std::vector<float> buf(1 << 19, 1.0f);  // 2 MiB: the ring; 64 Ki elements: two-phase
-      const size_t count = r == 2 && variant == 0 ? buf.size() : size_t(1) << 16;
+      const size_t count = r == 2 && variant % 2 == 0 ? buf.size() : size_t(1) << 16;
       const auto t0 = std::chrono::steady_clock::now();
-      const ringoResult_t res = r == 2 && variant == 1
+      const ringoResult_t res = r == 2 && variant % 2 == 1
                                     ? ringoBroadcast(buf.data(), buf.data(), count, ringoFloat32, 0, t.comms[0], nullptr)
                                     : ringoAllReduce(buf.data(), buf.data(), count, ringoFloat32, ringoSum, t.comms[0], nullptr);
       const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -241,13 +243,16 @@ void MixedStream(Team& t) {
   std::vector<std::vector<int32_t>> buf(t.size());
   for (int it = 0; it < 200; it++) {
     const size_t count = size_t(1 + (it * 7919) % 4096);  // 4 B .. 16 KiB: 1 K one-shot, 8 K two-phase
-    for (size_t k = 0; k < t.size(); k++) buf[k].assign(count, t.ranks[k] + it);
+    for (size_t k = 0; k < t.size(); k++) {
+      buf[k].resize(count);
+      for (size_t j = 0; j < count; j++) buf[k][j] = t.ranks[k] + it + int32_t(j % 613);  // a misplaced piece shows
+    }
     ASSERT_EQ(ringoSuccess, ringo_test::TeamCall(t, [&](size_t k) {
       return ringoAllReduce(buf[k].data(), buf[k].data(), count, ringoInt32, ringoSum, t.comms[k], nullptr);
     })) << "call " << it;
-    const int32_t expect = n * (n - 1) / 2 + n * it;
     for (size_t k = 0; k < t.size(); k++)
-      for (size_t j : {size_t(0), count / 2, count - 1}) ASSERT_EQ(expect, buf[k][j]) << "call " << it << " rank " << t.ranks[k];
+      for (size_t j = 0; j < count; j++)
+        ASSERT_EQ(n * (n - 1) / 2 + n * (it + int32_t(j % 613)), buf[k][j]) << "call " << it << " rank " << t.ranks[k] << " element " << j;
   }
 }
 Options MixedEnv() { return WithEnv({{"RINGO_ONESHOT_BYTES", "1K"}, {"RINGO_TWOPHASE_BYTES", "8K"}}); }
@@ -257,10 +262,11 @@ TEST(TwoPhase, MixedStreamOneThread) { ringo_test::RunGroup(5, MixedStream, Mixe
 
 // Rounds of 4 KiB mixed with one-shot, one-round two-phase and ring calls: a call of several rounds
 // takes several board ops, and the next call must still find both sides where the peers left them.
-TEST(TwoPhase, MixedStreamInRounds) {
-  RunForked(4, MixedStream, WithEnv({{"RINGO_ONESHOT_BYTES", "1K"}, {"RINGO_TWOPHASE_BYTES", "8K"},
-                                     {"RINGO_TWOPHASE_ROUND_BYTES", "4K"}}));
+Options MixedInRoundsEnv() {
+  return WithEnv({{"RINGO_ONESHOT_BYTES", "1K"}, {"RINGO_TWOPHASE_BYTES", "8K"}, {"RINGO_TWOPHASE_ROUND_BYTES", "4K"}});
 }
+TEST(TwoPhase, MixedStreamInRoundsForked) { RunForked(4, MixedStream, MixedInRoundsEnv()); }
+TEST(TwoPhase, MixedStreamInRoundsThreads) { ringo_test::RunThreads(3, MixedStream, MixedInRoundsEnv()); }
 
 // RINGO_TWOPHASE_BYTES beyond the board's share does not grow the board: the input runs in rounds of
 // the share (4 MiB at N = 4), so /dev/shm holds the same 32 MiB whatever the limit.

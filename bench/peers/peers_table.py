@@ -66,7 +66,7 @@ def main(path):
                 cells.append(f"{v:.2f} ({cfg})")
                 if best is None or v > best[0]:
                     best = (v, l, cfg)
-            if best is None:
+            if best is None or best[0] <= 0:  # every peer's busbw rounded to 0: no ratio to show
                 continue
             ring_p = runs[("ringo", rcfg, n, b)]
             peer_p = runs[(best[1], best[2], n, b)]
@@ -102,7 +102,8 @@ def main(path):
             for b in sizes:
                 r = max([v for k, v in med.items() if k[0] == "ringo" and k[2] == n and k[3] == b], default=None)
                 cands = [v for k, v in med.items() if k[0] == l and k[2] == n and k[3] == b]
-                cells.append(f"{r / max(cands):.2f}" if r and cands else "-")
+                # A peer whose busbw printed as 0.0000 (a call of seconds): ringo is beyond any ratio.
+                cells.append("-" if not (r and cands) else f"{r / max(cands):.2f}" if max(cands) > 0 else "inf")
             print(f"| {n} | {NAMES[l]} | " + " | ".join(cells) + " |")
     print()
     for lib, cfg, n in sorted(wrong):

@@ -1,6 +1,7 @@
 # test_peers_table.py — bench/peers/peers_table.py (make bench-peers' table) on made-up rows: the best
 # configuration per size by the median over passes, a configuration with wrong elements left out, and
-# the targets line (1.2x from 4 KiB, parity below). Run: pytest python/tests/test_peers_table.py.
+# the targets line (1.2x from 4 KiB, parity below), a peer whose busbw printed as 0. Run: pytest
+# python/tests/test_peers_table.py.
 import pathlib
 import subprocess
 import sys
@@ -34,3 +35,17 @@ def test_targets_line_names_each_short_size(tmp_path):
     assert "left out: ompi:tuned-1 at N = 2 returned wrong elements" in out.stdout, out.stdout
     best = (tmp_path / "best.tsv").read_text().splitlines()
     assert best[-1].split("\t")[4] == "impi:adjust-1", best
+
+
+def test_peer_with_zero_busbw_is_beyond_a_ratio(tmp_path):
+    # MPICH's slowest configurations at N = 8 print busbw 0.0000: the table goes on (it divided by zero).
+    rows = tmp_path / "rows.tsv"
+    with open(rows, "w") as f:
+        for p in (1, 2):
+            f.write(row(p, "ringo", "default", 8, 256, 0.02))
+            f.write(row(p, "impi", "adjust-1", 8, 256, 0.01))
+            f.write(row(p, "mpich", "default", 8, 256, 0.0))
+    out = subprocess.run([sys.executable, str(TABLE), str(rows)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "| 8 | MPICH | inf |" in out.stdout, out.stdout
+    assert "| 8 | Intel MPI | 2.00 |" in out.stdout, out.stdout

@@ -1,6 +1,7 @@
 /* board.c — the one-shot board (board.h): one shared-memory segment per single-host communicator,
  * made by rank 0 at init, where ranks post small collectives' inputs and fingerprints.
  * Tested by test/test_oneshot.cc (results, mismatches, timeouts, poison, a dead peer). */
+#include <assert.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
@@ -399,6 +400,7 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
 ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, size_t bytes, void** slot,
                                 double* since) {
   struct ringo_board* bd = comm->board;
+  assert(bytes <= bd->capacity); /* the algorithms' fits (and the rounds) keep posts within a slot */
   /* A rank that failed stops everyone: also a rank whose peers are all there already. */
   if (atomic_load_explicit(&bd->hdr->poisoned, memory_order_acquire) == 1) return board_poison_error(bd->hdr);
   if (b >= 2) { /* op b - 2 used this side last: every rank must have finished it */

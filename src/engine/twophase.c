@@ -110,12 +110,13 @@ static ringoResult_t gather_pieces(const struct ringo_op* op, uint64_t rounds, u
   return ringoSuccess;
 }
 
-static ringoResult_t run_round(const struct ringo_op* op, uint64_t rounds, uint64_t k, uint64_t b, const void** in) {
+/* since: when the call began to wait, over all its rounds (RINGO_TIMEOUT bounds the call's waits). */
+static ringoResult_t run_round(const struct ringo_op* op, uint64_t rounds, uint64_t k, uint64_t b, const void** in,
+                               double* since) {
   void* slot = NULL;
-  double since = 0;
-  RINGO_CHECK(ringo_board_claim(op->comm, b, op, round_bytes(op, rounds, k), &slot, &since));
-  RINGO_CHECK(reduce_own_piece(op, rounds, k, b, slot, in, &since));
-  RINGO_CHECK(gather_pieces(op, rounds, k, b, &since));
+  RINGO_CHECK(ringo_board_claim(op->comm, b, op, round_bytes(op, rounds, k), &slot, since));
+  RINGO_CHECK(reduce_own_piece(op, rounds, k, b, slot, in, since));
+  RINGO_CHECK(gather_pieces(op, rounds, k, b, since));
   ringo_board_done(op->comm, b);
   return ringoSuccess;
 }
@@ -130,7 +131,8 @@ ringoResult_t ringo_twophase_run(const struct ringo_op* op, uint64_t b) {
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a two-phase all-reduce", comm->rank);
   const uint64_t rounds = ringo_twophase_rounds(op);
   ringoResult_t res = ringoSuccess;
-  for (uint64_t k = 0; k < rounds && res == ringoSuccess; k++) res = run_round(op, rounds, k, b + k, in);
+  double since = 0;
+  for (uint64_t k = 0; k < rounds && res == ringoSuccess; k++) res = run_round(op, rounds, k, b + k, in, &since);
   if (in != on_stack) free(in);
   RINGO_CHECK(res);
   /* Peers read this rank's input but its own chunk, and its result chunk N-1 times; it reads as
