@@ -407,10 +407,6 @@ uint64_t ringo_comm_twophase_round_default(int nranks) {
 
 uint64_t ringo_comm_twophase_default(int nranks) {
   const uint64_t share = ringo_comm_twophase_round_default(nranks);
-  if (nranks >= RINGO_TWOPHASE_MANY_RANKS && share >= RINGO_TWOPHASE_MAX_BYTES) { /* N = 8: rounds of 2 MiB */
-    const uint64_t rounds = RINGO_TWOPHASE_MANY_ROUNDS * share;
-    return rounds < RINGO_TWOPHASE_MANY_BYTES ? rounds : RINGO_TWOPHASE_MANY_BYTES;
-  }
   const uint64_t most = nranks == 3 ? RINGO_TWOPHASE_N3_BYTES : RINGO_TWOPHASE_MAX_BYTES;
   return share < most ? share : most;
 }

@@ -126,14 +126,6 @@ struct ringo_env {
 #define RINGO_TWOPHASE_MAX_BYTES ((uint64_t)2 << 20)
 #define RINGO_TWOPHASE_N3_BYTES ((uint64_t)1 << 20)
 #define RINGO_TWOPHASE_BOARD_BYTES ((uint64_t)32 << 20)
-/* From this many ranks, where the board's share is still RINGO_TWOPHASE_MAX_BYTES (N = 8), the
- * default runs up to RINGO_TWOPHASE_MANY_ROUNDS rounds of it, at most RINGO_TWOPHASE_MANY_BYTES: at
- * N = 8 on 2 cores, 4 and 8 MiB in rounds were even with the ring, and held their speed in the
- * launches where the ring's fell by half or more (docs/performance.md, "Rounds"). Smaller rounds
- * measured slower (512 KiB: 0.67-0.79x), so more ranks keep one round. */
-#define RINGO_TWOPHASE_MANY_RANKS 8
-#define RINGO_TWOPHASE_MANY_ROUNDS 4
-#define RINGO_TWOPHASE_MANY_BYTES ((uint64_t)8 << 20)
 /* A two-phase all-reduce runs in at most this many rounds (board ops); more would mean slots too
  * small for the size, where the ring does as well. */
 #define RINGO_TWOPHASE_MAX_ROUNDS 64
