@@ -32,7 +32,7 @@ static void print_run_lines(const struct bench* b, const int64_t* pids, const un
   if (strcmp(algo, "auto") == 0)
     printf("# Algorithm: auto: with every rank on one host, a collective of at most RINGO_ONESHOT_BYTES per rank "
            "(unset: 4 KiB per other rank, at most 64 KiB) runs one-shot, an all-reduce of at most RINGO_TWOPHASE_BYTES "
-           "(unset: 2 MiB, 1 MiB at N = 3) in two phases through the board, the rest on the ring; --algo ring for the "
+           "(unset: 4 MiB / N, at most 2 MiB, 1 MiB at N = 3) in two phases through the board, the rest on the ring; --algo ring for the "
            "ring at every size\n# (one-shot rows: each rank reads the N-1 others' inputs, law N/2 for all_reduce, N-1 for "
            "broadcast; %%bound counts the ring's traffic)\n");
   else

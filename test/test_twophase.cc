@@ -141,13 +141,14 @@ TEST(TwoPhase, ThresholdIsExact) {
 }
 
 // Unset, it runs above the one-shot up to RINGO_TWOPHASE_MAX_BYTES per rank (1 MiB at N = 3), less
-// where the board's 2·N slots would pass RINGO_TWOPHASE_BOARD_BYTES (core/core.h): one round.
+// where the board's 2·N slots would pass RINGO_TWOPHASE_BOARD_BYTES or the N inputs together 4 MiB
+// (core/core.h): one round.
 TEST(TwoPhase, DefaultRange) {
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(2));
   EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(3));
-  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(4));
-  EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_default_bytes(8));
-  EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(16));
+  EXPECT_EQ(size_t(1) << 20, ringo_test_twophase_default_bytes(4));
+  EXPECT_EQ(size_t(512) << 10, ringo_test_twophase_default_bytes(8));
+  EXPECT_EQ(size_t(256) << 10, ringo_test_twophase_default_bytes(16));
   // The round (the board slot) unset: the board's 32 MiB shared by 2·N slots.
   EXPECT_EQ(size_t(8) << 20, ringo_test_twophase_round_default_bytes(2));
   EXPECT_EQ(size_t(2) << 20, ringo_test_twophase_round_default_bytes(8));

@@ -408,7 +408,9 @@ uint64_t ringo_comm_twophase_round_default(int nranks) {
 uint64_t ringo_comm_twophase_default(int nranks) {
   const uint64_t share = ringo_comm_twophase_round_default(nranks);
   const uint64_t most = nranks == 3 ? RINGO_TWOPHASE_N3_BYTES : RINGO_TWOPHASE_MAX_BYTES;
-  return share < most ? share : most;
+  const uint64_t total = RINGO_TWOPHASE_TOTAL_BYTES / (uint64_t)nranks & ~(uint64_t)4095;
+  const uint64_t least = share < most ? share : most;
+  return total < least ? total : least;
 }
 
 /* The largest all-reduce input this rank lets run in two phases on the board, under the same rules

@@ -140,7 +140,7 @@ ringoResult_t ringo_comm_connect_star(ringoComm_t comm, const struct ringo_rende
 ringoResult_t ringo_comm_connect_gather(ringoComm_t comm, const struct ringo_rendezvous* rv);
 ringoResult_t ringo_comm_connect_two_level(ringoComm_t comm, const struct ringo_rendezvous* rv);
 /* Unset RINGO_TWOPHASE_BYTES: the largest two-phase all-reduce input per rank of n ranks, up to where
- * the ring wins (core.h), within the board's share (one round). */
+ * the ring wins (core.h): 4 MiB / N, at most 2 MiB, within the board's share (one round). */
 uint64_t ringo_comm_twophase_default(int nranks);
 /* Unset RINGO_TWOPHASE_ROUND_BYTES: the board's share of each of n ranks' two slots. */
 uint64_t ringo_comm_twophase_round_default(int nranks);

@@ -126,6 +126,9 @@ struct ringo_env {
 #define RINGO_TWOPHASE_MAX_BYTES ((uint64_t)2 << 20)
 #define RINGO_TWOPHASE_N3_BYTES ((uint64_t)1 << 20)
 #define RINGO_TWOPHASE_BOARD_BYTES ((uint64_t)32 << 20)
+/* ... and the N ranks' inputs together at most this: beyond, the ring, whose slots stay in cache, was
+ * faster launched alone (N = 8: 1 MiB 1.1-1.4x, 2 MiB 1.2-1.4x; N = 4: 2 MiB 1.15x; docs/performance.md). */
+#define RINGO_TWOPHASE_TOTAL_BYTES ((uint64_t)4 << 20)
 /* A two-phase all-reduce runs in at most this many rounds (board ops); more would mean slots too
  * small for the size, where the ring does as well. */
 #define RINGO_TWOPHASE_MAX_ROUNDS 64
