@@ -262,7 +262,9 @@ TEST(TwoPhase, MixedStreamOneThread) { ringo_test::RunGroup(5, MixedStream, Mixe
 // Rounds of 4 KiB mixed with one-shot, one-round two-phase and ring calls: a call of several rounds
 // takes several board ops, and the next call must still find both sides where the peers left them.
 Options MixedInRoundsEnv() {
-  return WithEnv({{"RINGO_ONESHOT_BYTES", "1K"}, {"RINGO_TWOPHASE_BYTES", "8K"}, {"RINGO_TWOPHASE_ROUND_BYTES", "4K"}});
+  Options o = MixedEnv();
+  o.env.push_back({"RINGO_TWOPHASE_ROUND_BYTES", "4K"});
+  return o;
 }
 TEST(TwoPhase, MixedStreamInRoundsForked) { RunForked(4, MixedStream, MixedInRoundsEnv()); }
 TEST(TwoPhase, MixedStreamInRoundsThreads) { ringo_test::RunThreads(3, MixedStream, MixedInRoundsEnv()); }
