@@ -19,6 +19,9 @@ if [ "${1:-}" != make ]; then
   command -v valgrind >/dev/null || need+=(valgrind)
   command -v pkg-config >/dev/null || need+=(pkg-config)
   command -v python3 >/dev/null || need+=(python3-minimal) # .ci/check_layers.py
+  # Python's headers: `pip install ./python` builds ringo.torch's C fast path with them.
+  python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+    2>/dev/null || need+=(python3-dev)
   command -v nm >/dev/null || need+=(binutils)
   command -v cmake >/dev/null || need+=(cmake)
 fi

@@ -1,13 +1,14 @@
 # setup.py — the one build step pyproject.toml cannot say declaratively: put libringo.so (and the
 # tools ringo-trace, ringo-model and ringo-bench) inside the package. Found in this order: RINGO_LIB (a
 # built libringo.so), the repository one folder up (running `make lib` there when not built yet),
-# else none: ringo then looks on the loader's path at import (an installed prefix).
+# else none: ringo then looks on the loader's path at import (an installed prefix). Also builds
+# ringo.torch._fastcall, dist.all_reduce's blocking call in C, where Python's headers are there.
 import os
 import pathlib
 import shutil
 import subprocess
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -50,4 +51,10 @@ class BuildWithLib(build_py):
             shutil.copy2(t, dest / "bin" / t.name)
 
 
-setup(cmdclass={"build_py": BuildWithLib})
+# Optional: without Python's headers the package installs without it and ringo.torch runs that
+# call in Python (ringo.torch.pg.fast_path() says which). It links nothing: libringo's function
+# reaches it as an address from ctypes.
+FASTCALL = Extension("ringo.torch._fastcall", ["ringo/torch/_fastcall.c"], optional=True,
+                     extra_compile_args=["-O2", "-Wall", "-Wextra"])
+
+setup(cmdclass={"build_py": BuildWithLib}, ext_modules=[FASTCALL])

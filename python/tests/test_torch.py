@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("torch")
 from launch import spawn, torchrun  # noqa: E402
+from ringo.torch.pg import fast_path  # noqa: E402
 
 
 def _report(proc):
@@ -17,9 +18,12 @@ def _report(proc):
 def test_every_collective_every_dtype(n):
     proc = torchrun("collectives.py", n)
     assert proc.returncode == 0, _report(proc)
-    counts = re.findall(r"ringo collectives rank (\d+): (\d+) checks, (\d+) failed", proc.stdout)
-    assert sorted(int(r) for r, _, _ in counts) == list(range(n)), _report(proc)
-    assert all(int(c) > 150 and int(f) == 0 for _, c, f in counts), _report(proc)
+    counts = re.findall(r"ringo collectives rank (\d+): (\d+) checks, (\d+) failed, blocking all_reduce in (\w+)",
+                        proc.stdout)
+    assert sorted(int(r) for r, _, _, _ in counts) == list(range(n)), _report(proc)
+    assert all(int(c) > 150 and int(f) == 0 for _, c, f, _ in counts), _report(proc)
+    # The checks ran through the C fast path (ringo.torch._fastcall) where it is built.
+    assert all(path == ("C" if fast_path() else "Python") for _, _, _, path in counts), _report(proc)
 
 
 def test_ddp_matches_gloo_and_fsdp_matches_ddp_on_2_ranks():

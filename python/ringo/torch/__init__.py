@@ -3,9 +3,9 @@
 # Tested by python/tests/test_torch_*.py (torchrun, N = 2 and 4).
 import torch.distributed as dist
 
-from .pg import ProcessGroupRingo
+from .pg import ProcessGroupRingo, fast_path
 
-__all__ = ["ProcessGroupRingo"]
+__all__ = ["ProcessGroupRingo", "fast_path"]
 
 
 def _create(store, rank, size, timeout):

@@ -2,13 +2,23 @@
 # communicator per process group. Each call checks its arguments on the caller's thread (a bad
 # call raises there), then queues the data movement on the group's worker and returns its Work.
 # Tested by python/tests/test_torch_*.py under torchrun (N = 2 and 4).
+import ctypes
+import inspect
+
 import torch
 import torch.distributed as dist
 
 from .. import _lib, comm as _comm
-from ..comm import Comm, Error
+from ..comm import Comm, Error, check
 from .tensors import DTYPE_CODES, PLAIN_OP_CODES, byte_view, check_device, op_name, ptr, reduce_view
 from .worker import QUEUED, Worker, done_work
+
+try:  # built by `pip install ./python` when Python's headers are there (optional: see python/README.md)
+    from . import _fastcall
+except ImportError:
+    _fastcall = None
+# The one caller whose blocking all-reduce the C path serves: it reads a None result as "done".
+_DIST_ALL_REDUCE = inspect.unwrap(dist.all_reduce).__code__
 
 
 def _contiguous(t):
@@ -39,6 +49,15 @@ def _splits(t, sizes, n, what):
     return offs
 
 
+def _raise_all_reduce_error(code, handle):
+    check(code, handle, "ringoAllReduce")
+
+
+def fast_path():
+    """Whether dist.all_reduce's blocking call runs through ringo.torch._fastcall (C) here."""
+    return _fastcall is not None
+
+
 class ProcessGroupRingo(dist.ProcessGroup):
     """One rank of a torch process group whose CPU collectives run on a ringo communicator."""
 
@@ -50,6 +69,12 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._n = size
         self._me = rank
         self._worker = Worker(f"ringo-pg-{rank}/{size}")
+        if _fastcall is not None:
+            # An instance attribute wins over the method: dist.all_reduce calls the C object,
+            # which hands every call but its own blocking one to the method, bound here.
+            self.allreduce = _fastcall.AllReduce(
+                ctypes.cast(_lib.lib.ringoAllReduce, ctypes.c_void_p).value, self.allreduce, _DIST_ALL_REDUCE,
+                self._comm, self._worker, DTYPE_CODES, PLAIN_OP_CODES, _raise_all_reduce_error)
 
     def getBackendName(self):
         return "ringo"
