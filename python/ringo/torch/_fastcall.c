@@ -140,6 +140,15 @@ static void *comm_handle(AllReduce *self)
     return p;
 }
 
+/* Gives the worker's right to run back (a Python lock's release: nothing to report). */
+static void give_turn(PyObject *running)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(running, s_release);
+    if (r == NULL)
+        PyErr_Clear();
+    Py_XDECREF(r);
+}
+
 /* Takes the worker's right to run when nothing is queued (as Worker.run_here does): 1 taken,
  * 0 not (the call then goes the Python way and waits its turn there). */
 static int take_turn(PyObject *worker, PyObject *running)
@@ -154,9 +163,7 @@ static int take_turn(PyObject *worker, PyObject *running)
     if (!got)
         return 0;
     if (long_attr(worker, s_pending) != 0) { /* submitted before we held it: that work runs first */
-        PyObject *r = PyObject_CallMethodNoArgs(running, s_release);
-        Py_XDECREF(r);
-        PyErr_Clear();
+        give_turn(running);
         return 0;
     }
     return 1;
@@ -207,11 +214,8 @@ static int try_fast(AllReduce *self, PyObject *tensors, PyObject *opts, int *rc,
     Py_BEGIN_ALLOW_THREADS
     r = self->call(p, p, (size_t)n, dt, op, h, NULL);
     Py_END_ALLOW_THREADS
-    PyObject *rel = PyObject_CallMethodNoArgs(running, s_release);
-    Py_XDECREF(rel);
+    give_turn(running);
     Py_DECREF(running);
-    if (rel == NULL)
-        PyErr_Clear();
     *rc = r;
     *handle = h;
     return 1;

@@ -163,8 +163,8 @@ def main():
     me, n = dist.get_rank(), dist.get_world_size()
     assert dist.get_backend() == "ringo"
     # Where the extension is built, every blocking dist.all_reduce below goes through it.
-    path = "C" if isinstance(dist.distributed_c10d._get_default_group().__dict__.get("allreduce"),
-                             ringo_pg._fastcall.AllReduce if ringo_pg.fast_path() else ()) else "Python"
+    bound = dist.distributed_c10d._get_default_group().__dict__.get("allreduce")
+    path = "C" if ringo_pg.fast_path() and isinstance(bound, ringo_pg._fastcall.AllReduce) else "Python"
     for dtype in DTYPES:
         reductions(me, n, dtype)
         movement(me, n, dtype)
