@@ -3,7 +3,7 @@
 # GPU suites (and again under MPS when it starts) and the NCCL drop-in's client on device memory (N = 2, 4), then
 # the device benchmark with N = 2..8 ranks on one GPU (threads of one process) and with N = 2, 4, 8 forked
 # ranks (under MPS when it starts), prints one line per target of issue 28 (met, NOT MET or NOT MEASURED, from
-# the bench tables), and writes into LOG the whole log (gpu_check.log), the bench tables (table.txt), the
+# the bench tables), runs the torch backend on CUDA tensors (.ci/gpu_check_torch.sh), and writes into LOG the whole log (gpu_check.log), the bench tables (table.txt), the
 # verdict and target lines plus the tables (summary.txt: what docs/gpu-check-h200.txt keeps) and each run's
 # own output and JSON (runs.tgz): four files. Needs nvcc, a GPU with its driver, and GoogleTest: its headers
 # and library, or its sources (GTEST_SRC, ./gtest-src or /usr/src/googletest), built here for a machine that
@@ -51,7 +51,7 @@ SLOWER_PCT=3
 # Seconds: each part gets its cap, or less so that the whole run ends by DEADLINE_S (under 8 minutes with
 # the kill grace periods and MPS's stop): the parts after it are left at least what they reserve.
 # GPU_CHECK_S sets a shorter deadline (a rerun with less machine time left); the parts get what it leaves.
-BUILD_S=240 TESTS_S=200 BENCH_S=220 PROCS_S=70 DEADLINE_S=${GPU_CHECK_S:-440}
+BUILD_S=240 TESTS_S=200 BENCH_S=220 PROCS_S=70 TORCH_S=100 DEADLINE_S=${GPU_CHECK_S:-440}
 [ "$DEADLINE_S" -ge 240 ] 2>/dev/null && [ "$DEADLINE_S" -le 440 ] || { echo "gpu-check: GPU_CHECK_S must be 240..440 (the build alone keeps 60 s)"; exit 2; }
 # Of the tests' share, the NCCL device runs are left at least NCCL_DEVICE_SHARE_S (and whatever the suites
 # leave), each at most NCCL_DEVICE_S.
@@ -339,6 +339,17 @@ run_bench_procs() {
   mps_stop
 }
 
+# run_torch: torch.distributed backend "ringo" on CUDA tensors, with the machine's python3 and torch, within what
+# the deadline leaves (at most TORCH_S); after the benchmarks, before the experiments, which only use what is left.
+run_torch() {
+  local cap
+  cap=$(budget $TORCH_S 0)
+  step "torch backend \"ringo\" on CUDA tensors: .ci/gpu_check_torch.sh (at most $cap s)"
+  CUDA_MPS_PIPE_DIRECTORY="$NO_MPS" timeout -k 5 "$cap" .ci/gpu_check_torch.sh "$BUILD_ABS" "$WORK/py" 2>&1
+  judge_run $? "torch backend on CUDA tensors" "$cap" "a failed test, named in the log"
+  reap_leftovers
+}
+
 # ---------------------------------------------------------------- issue 28's targets
 
 # One line per target, after the benchmark runs, from their tables (not part of the PASS/FAIL verdict, which
@@ -524,7 +535,7 @@ main() {
   echo "Runs: ${GPU_SUITES[*]} (without MPS, then with MPS if it starts), nccl_device_program with N = ${NCCL_DEVICE_RUNS[*]},"
   echo "then ringo-gpu-bench with N = 2..8 ranks on GPU 0 (${BENCH_ARGS[*]}) beside the GPU's measured"
   echo "cudaMemcpy device-to-device bandwidth, the same with N = ${PROC_RUNS[*]} forked ranks (${PROC_ARGS[*]}),"
-  echo "and one line per target of issue 28."
+  echo "one line per target of issue 28, then torch's backend \"ringo\" on CUDA tensors (N = 2, DDP, FSDP)."
 
   [ "${NO_MPI:-0}" -eq 1 ] && echo "gpu-check: mpicc not found: device collectives across hosts (staged) are not run"
   step "device"
@@ -558,6 +569,7 @@ main() {
     run_bench_all
     run_bench_procs
     print_targets
+    run_torch
     run_experiments
   fi
 

@@ -91,6 +91,8 @@ lib.ringoGetLastError.restype = _c.c_char_p
 # ringoCommInitMPI exists only in a build with MPI; its MPI_Comm argument is passed as the handle
 # mpi4py gives (Open MPI: a pointer).
 HAS_MPI = hasattr(lib, "ringoCommInitMPI")
+# A build with CUDA links libcudart, and dlsym on libringo's handle also searches what it loaded.
+HAS_CUDA = hasattr(lib, "cudaGetDeviceCount")
 if HAS_MPI:
     lib.ringoCommInitMPI.argtypes = [_c.POINTER(_comm), _c.c_void_p]
     lib.ringoCommInitMPI.restype = _res

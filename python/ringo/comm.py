@@ -209,39 +209,40 @@ class Comm:
 
     # --- raw calls on pointers (the torch backend uses these) ----------------------------------------
     # One line each on purpose: a blocking 4 KiB all-reduce costs a few microseconds in C, so the
-    # Python around it is kept to the call and one test of its result.
-    def all_reduce_ptr(self, send, recv, count, dt, op):
-        rc = _lib_.ringoAllReduce(send, recv, count, dt, op, self._h, None)
+    # Python around it is kept to the call and one test of its result. stream: a cudaStream_t as an
+    # integer for device memory (the call is then enqueued on it), None for host memory.
+    def all_reduce_ptr(self, send, recv, count, dt, op, stream=None):
+        rc = _lib_.ringoAllReduce(send, recv, count, dt, op, self._h, stream)
         if rc:
             check(rc, self._h, "ringoAllReduce")
 
-    def reduce_scatter_ptr(self, send, recv, recvcount, dt, op):
-        rc = _lib_.ringoReduceScatter(send, recv, recvcount, dt, op, self._h, None)
+    def reduce_scatter_ptr(self, send, recv, recvcount, dt, op, stream=None):
+        rc = _lib_.ringoReduceScatter(send, recv, recvcount, dt, op, self._h, stream)
         if rc:
             check(rc, self._h, "ringoReduceScatter")
 
-    def all_gather_ptr(self, send, recv, sendcount, dt):
-        rc = _lib_.ringoAllGather(send, recv, sendcount, dt, self._h, None)
+    def all_gather_ptr(self, send, recv, sendcount, dt, stream=None):
+        rc = _lib_.ringoAllGather(send, recv, sendcount, dt, self._h, stream)
         if rc:
             check(rc, self._h, "ringoAllGather")
 
-    def broadcast_ptr(self, send, recv, count, dt, root):
-        rc = _lib_.ringoBroadcast(send, recv, count, dt, int(root), self._h, None)
+    def broadcast_ptr(self, send, recv, count, dt, root, stream=None):
+        rc = _lib_.ringoBroadcast(send, recv, count, dt, int(root), self._h, stream)
         if rc:
             check(rc, self._h, "ringoBroadcast")
 
-    def reduce_ptr(self, send, recv, count, dt, op, root):
-        rc = _lib_.ringoReduce(send, recv, count, dt, op, int(root), self._h, None)
+    def reduce_ptr(self, send, recv, count, dt, op, root, stream=None):
+        rc = _lib_.ringoReduce(send, recv, count, dt, op, int(root), self._h, stream)
         if rc:
             check(rc, self._h, "ringoReduce")
 
-    def send_ptr(self, buf, count, dt, peer):
-        rc = _lib_.ringoSend(buf, count, dt, int(peer), self._h, None)
+    def send_ptr(self, buf, count, dt, peer, stream=None):
+        rc = _lib_.ringoSend(buf, count, dt, int(peer), self._h, stream)
         if rc:
             check(rc, self._h, "ringoSend")
 
-    def recv_ptr(self, buf, count, dt, peer):
-        rc = _lib_.ringoRecv(buf, count, dt, int(peer), self._h, None)
+    def recv_ptr(self, buf, count, dt, peer, stream=None):
+        rc = _lib_.ringoRecv(buf, count, dt, int(peer), self._h, stream)
         if rc:
             check(rc, self._h, "ringoRecv")
 

@@ -1,4 +1,4 @@
-# ringo.torch — importing it registers the torch.distributed backend "ringo" (CPU tensors), so
+# ringo.torch — importing it registers the torch.distributed backend "ringo" (CPU and CUDA tensors), so
 # init_process_group("ringo") works under torchrun with env:// and nothing else changed.
 # Tested by python/tests/test_torch_*.py (torchrun, N = 2 and 4).
 import torch.distributed as dist
@@ -15,4 +15,4 @@ def _create(store, rank, size, timeout):
 
 
 if "ringo" not in dist.Backend.backend_list:
-    dist.Backend.register_backend("ringo", _create, devices=["cpu"])
+    dist.Backend.register_backend("ringo", _create, devices=["cpu", "cuda"])

@@ -1,6 +1,7 @@
-# pg.py — ProcessGroupRingo: torch.distributed's collectives on CPU tensors through one ringo
+# pg.py — ProcessGroupRingo: torch.distributed's collectives on CPU and CUDA tensors through one ringo
 # communicator per process group. Each call checks its arguments on the caller's thread (a bad
-# call raises there), then queues the data movement on the group's worker and returns its Work.
+# call raises there), then queues the data movement on the group's worker (CPU tensors) or
+# enqueues it on the group's CUDA stream (cuda_calls.py), and returns its Work.
 # Tested by python/tests/test_torch_*.py under torchrun (N = 2 and 4).
 import ctypes
 import inspect
@@ -10,7 +11,8 @@ import torch.distributed as dist
 
 from .. import _lib, comm as _comm
 from ..comm import Comm, Error, check
-from .tensors import DTYPE_CODES, PLAIN_OP_CODES, byte_view, check_device, op_name, ptr, reduce_view
+from .cuda_calls import CudaCalls
+from .tensors import DTYPE_CODES, PLAIN_OP_CODES, byte_view, call_device, check_device, op_name, ptr, reduce_view
 from .worker import QUEUED, Worker, done_work
 
 try:  # built by `pip install ./python` when Python's headers are there (optional: see python/README.md)
@@ -32,7 +34,7 @@ def _write_back(dst, src):
 
 def _scaled(t, factor):
     """PREMUL_SUM's input: t times factor (a Python number or a one-element tensor)."""
-    return t * (factor.to(t.dtype) if isinstance(factor, torch.Tensor) else factor)
+    return t * (factor.to(t.device, t.dtype) if isinstance(factor, torch.Tensor) else factor)
 
 
 def _splits(t, sizes, n, what):
@@ -47,6 +49,18 @@ def _splits(t, sizes, n, what):
         offs.append((at * row_bytes, s * row_bytes))
         at += s
     return offs
+
+
+def _flat(*groups):
+    """The tensors of lists of tensors and of lists of them."""
+    out = []
+    for g in groups:
+        for x in g:
+            if isinstance(x, torch.Tensor):
+                out.append(x)
+            else:
+                out.extend(x)
+    return out
 
 
 def _raise_all_reduce_error(code, handle):
@@ -69,6 +83,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._n = size
         self._me = rank
         self._worker = Worker(f"ringo-pg-{rank}/{size}")
+        self._cuda = CudaCalls(self._comm, self._worker)
         if _fastcall is not None:
             # An instance attribute wins over the method: dist.all_reduce calls the C object,
             # which hands every call but its own blocking one to the method, bound here.
@@ -105,17 +120,23 @@ class ProcessGroupRingo(dist.ProcessGroup):
         """The ringo.Comm under this group (its stats() count the bytes the group moved)."""
         return self._comm
 
-    def _submit(self, fn, outputs, opts=None):
-        """Queues fn on the worker; a blocking call (opts.asyncOp False) may run it right here."""
-        return self._worker.submit(fn, outputs, blocking=opts is not None and not getattr(opts, "asyncOp", True))
+    def _submit(self, fn, outputs, opts=None, inputs=()):
+        """The Work of fn(stream=None): on CPU tensors queued on the worker (a blocking call, opts.asyncOp
+        False, may run right here); on CUDA tensors enqueued on the group's stream for their device.
+        inputs: tensors fn reads besides outputs (lists of tensors may nest one deep)."""
+        tensors = _flat(outputs, inputs)
+        device = call_device(tensors)
+        if device is None or device.type == "cpu":
+            return self._worker.submit(fn, outputs, blocking=opts is not None and not getattr(opts, "asyncOp", True))
+        return self._cuda.submit(fn, outputs, tensors, device)
 
     # --- all-reduce family ------------------------------------------------------------------------
-    def _reduce_in_place(self, t, op, factor):
+    def _reduce_in_place(self, t, op, factor, s=None):
         """All-reduce of one contiguous tensor in place (on the worker thread)."""
         if factor is not None:
             t.copy_(_scaled(t, factor))
         v, dt = reduce_view(t, op, "tensor")
-        self._comm.all_reduce_ptr(ptr(v), ptr(v), v.numel(), dt, _lib.OPS[op])
+        self._comm.all_reduce_ptr(ptr(v), ptr(v), v.numel(), dt, _lib.OPS[op], s)
 
     def allreduce(self, tensors, opts=None):
         if opts is not None and not opts.asyncOp and len(tensors) == 1:
@@ -129,12 +150,12 @@ class ProcessGroupRingo(dist.ProcessGroup):
             v, dt = views[0]
             p = ptr(v)
             args = (p, p, v.numel(), dt, _lib.OPS[op])
-            return self._submit(lambda: self._comm.all_reduce_ptr(*args), tensors, opts)
+            return self._submit(lambda s=None: self._comm.all_reduce_ptr(*args, s), tensors, opts)
 
-        def run():
+        def run(s=None):
             for t in tensors:
                 c = _contiguous(t)
-                self._reduce_in_place(c, op, factor)
+                self._reduce_in_place(c, op, factor, s)
                 _write_back(t, c)
         return self._submit(run, tensors, opts)
 
@@ -157,11 +178,11 @@ class ProcessGroupRingo(dist.ProcessGroup):
         for t in tensors:
             reduce_view(t, op, "allreduce_coalesced tensor")
 
-        def run():
+        def run(s=None):
             for dtype in dict.fromkeys(t.dtype for t in tensors):
                 same = [t for t in tensors if t.dtype == dtype]
                 flat = torch.cat([t.reshape(-1) for t in same])
-                self._reduce_in_place(flat, op, factor)
+                self._reduce_in_place(flat, op, factor, s)
                 at = 0
                 for t in same:
                     t.copy_(flat[at:at + t.numel()].view_as(t))
@@ -175,24 +196,24 @@ class ProcessGroupRingo(dist.ProcessGroup):
         for t in tensors:
             reduce_view(t, op, "reduce tensor")
 
-        def run():
+        def run(s=None):
             for t in tensors:
                 c = _contiguous(t)
                 send = _scaled(c, factor) if factor is not None else c
                 sv, dt = reduce_view(send, op, "tensor")
                 rv, _ = reduce_view(c, op, "tensor")
-                self._comm.reduce_ptr(ptr(sv), ptr(rv), sv.numel(), dt, _lib.OPS[op], root)
+                self._comm.reduce_ptr(ptr(sv), ptr(rv), sv.numel(), dt, _lib.OPS[op], root, s)
                 _write_back(t, c)
         return self._submit(run, tensors, opts)
 
     # --- reduce-scatter ---------------------------------------------------------------------------
-    def _reduce_scatter_flat(self, out, flat, op, factor):
+    def _reduce_scatter_flat(self, out, flat, op, factor, s=None):
         """out = op over ranks of this rank's piece of the flat input (on the worker thread)."""
         send = _scaled(flat, factor) if factor is not None else flat
         c = _contiguous(out)
         sv, dt = reduce_view(send, op, "input")
         rv, _ = reduce_view(c, op, "output")
-        self._comm.reduce_scatter_ptr(ptr(sv), ptr(rv), rv.numel(), dt, _lib.OPS[op])
+        self._comm.reduce_scatter_ptr(ptr(sv), ptr(rv), rv.numel(), dt, _lib.OPS[op], s)
         _write_back(out, c)
 
     def _check_rs(self, out, inp_numel, op, what):
@@ -209,18 +230,18 @@ class ProcessGroupRingo(dist.ProcessGroup):
                             "the output's size and dtype (uneven pieces are not supported)")
             self._check_rs(out, out.numel() * self._n, op, "reduce_scatter")
 
-        def run():
+        def run(s=None):
             for out, ins in zip(output_tensors, input_tensors):
-                self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), op, factor)
-        return self._submit(run, output_tensors, opts)
+                self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), op, factor, s)
+        return self._submit(run, output_tensors, opts, input_tensors)
 
     def reduce_scatter_single(self, output, input, opts=None):
         op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         self._check_rs(output, input.numel(), op, "reduce_scatter_tensor")
         if input.dtype != output.dtype:
             raise Error(_lib.INVALID_ARGUMENT, "ringo backend: reduce_scatter_tensor input and output dtypes differ")
-        return self._submit(lambda: self._reduce_scatter_flat(output, _contiguous(input).reshape(-1), op, factor),
-                            [output], opts)
+        return self._submit(lambda s=None: self._reduce_scatter_flat(output, _contiguous(input).reshape(-1), op,
+                                                                     factor, s), [output], opts, [input])
 
     _reduce_scatter_base = reduce_scatter_single
 
@@ -229,19 +250,19 @@ class ProcessGroupRingo(dist.ProcessGroup):
         for o, i in zip(outputs, inputs):
             self._check_rs(o, i.numel(), op, "reduce_scatter_tensor_coalesced")
 
-        def run():
+        def run(s=None):
             for o, i in zip(outputs, inputs):
-                self._reduce_scatter_flat(o, _contiguous(i).reshape(-1), op, factor)
-        return self._submit(run, outputs, opts)
+                self._reduce_scatter_flat(o, _contiguous(i).reshape(-1), op, factor, s)
+        return self._submit(run, outputs, opts, inputs)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
 
     # --- all-gather and broadcast: bytes, any dtype ---------------------------------------------------
-    def _gather_flat(self, out, inp):
+    def _gather_flat(self, out, inp, s=None):
         """out (contiguous, n x inp's bytes) = every rank's inp in rank order (worker thread)."""
         src = byte_view(_contiguous(inp), "input")
         dst = byte_view(out, "output")
-        self._comm.all_gather_ptr(ptr(src), ptr(dst), src.numel(), _lib.DTYPES["uint8"])
+        self._comm.all_gather_ptr(ptr(src), ptr(dst), src.numel(), _lib.DTYPES["uint8"], s)
 
     def _check_ag(self, out, inp, what):
         check_device(inp, f"{what} input")
@@ -257,22 +278,22 @@ class ProcessGroupRingo(dist.ProcessGroup):
                             "input's size and dtype (uneven all_gather is not supported)")
             check_device(inp, "all_gather input")
 
-        def run():
+        def run(s=None):
             for outs, inp in zip(output_tensors, input_tensors):
-                flat = torch.empty(inp.numel() * self._n, dtype=inp.dtype)
-                self._gather_flat(flat, inp)
+                flat = torch.empty(inp.numel() * self._n, dtype=inp.dtype, device=inp.device)
+                self._gather_flat(flat, inp, s)
                 for r, o in enumerate(outs):
                     o.copy_(flat[r * inp.numel():(r + 1) * inp.numel()].view_as(o))
-        return self._submit(run, output_tensors, opts)
+        return self._submit(run, output_tensors, opts, input_tensors)
 
     def all_gather_single(self, output, input, opts=None):
         self._check_ag(output, input, "all_gather_into_tensor")
 
-        def run():
+        def run(s=None):
             c = _contiguous(output)
-            self._gather_flat(c, input)
+            self._gather_flat(c, input, s)
             _write_back(output, c)
-        return self._submit(run, [output], opts)
+        return self._submit(run, [output], opts, [input])
 
     _allgather_base = all_gather_single
 
@@ -280,12 +301,12 @@ class ProcessGroupRingo(dist.ProcessGroup):
         for o, i in zip(outputs, inputs):
             self._check_ag(o, i, "all_gather_into_tensor_coalesced")
 
-        def run():
+        def run(s=None):
             for o, i in zip(outputs, inputs):
                 c = _contiguous(o)
-                self._gather_flat(c, i)
+                self._gather_flat(c, i, s)
                 _write_back(o, c)
-        return self._submit(run, outputs, opts)
+        return self._submit(run, outputs, opts, inputs)
 
     allgather_into_tensor_coalesced = all_gather_single_coalesced
 
@@ -298,16 +319,16 @@ class ProcessGroupRingo(dist.ProcessGroup):
         for t in tensors:
             check_device(t, "broadcast tensor")
 
-        def run():
+        def run(s=None):
             for t in tensors:
                 c = _contiguous(t)
                 b = byte_view(c, "tensor")
-                self._comm.broadcast_ptr(ptr(b), ptr(b), b.numel(), _lib.DTYPES["uint8"], root)
+                self._comm.broadcast_ptr(ptr(b), ptr(b), b.numel(), _lib.DTYPES["uint8"], root, s)
                 _write_back(t, c)
         return self._submit(run, tensors, opts)
 
     def barrier(self, opts=None):
-        one = torch.ones(1, dtype=torch.uint8)
+        one = torch.ones(1, dtype=torch.uint8, device="cpu")  # host path, whatever the default device
         return self._submit(lambda: self._comm.all_reduce_ptr(ptr(one), ptr(one), 1, _lib.DTYPES["uint8"],
                                                               _lib.OPS["sum"]), [one], opts)
 
@@ -321,21 +342,21 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._check_root(dstRank, "send peer")
         bufs = [byte_view(_contiguous(t), "send tensor") for t in tensors]
 
-        def run():
+        def run(s=None):
             for b in bufs:
-                self._comm.send_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], dstRank)
-        return self._submit(run, tensors)
+                self._comm.send_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], dstRank, s)
+        return self._submit(run, tensors, inputs=bufs)
 
     def recv(self, tensors, srcRank, tag=0):
         self._check_root(srcRank, "recv peer")
         for t in tensors:
             check_device(t, "recv tensor")
 
-        def run():
+        def run(s=None):
             for t in tensors:
                 c = _contiguous(t)
                 b = byte_view(c, "tensor")
-                self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], srcRank)
+                self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], srcRank, s)
                 _write_back(t, c)
         return self._submit(run, tensors)
 
@@ -343,13 +364,13 @@ class ProcessGroupRingo(dist.ProcessGroup):
         raise Error(_lib.INVALID_USAGE, "ringo backend: recv from any source is not supported (ringo matches "
                     "messages per peer; name the source)")
 
-    def _exchange(self, sends, recvs):
+    def _exchange(self, sends, recvs, s=None):
         """Every (peer, bytes) of sends and recvs progressing together in one ringo group."""
         with _comm.group():
             for peer, b in sends:
-                self._comm.send_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], peer)
+                self._comm.send_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], peer, s)
             for peer, b in recvs:
-                self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], peer)
+                self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], peer, s)
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         check_device(input, "all_to_all_single input")
@@ -359,14 +380,14 @@ class ProcessGroupRingo(dist.ProcessGroup):
         ins = _splits(input, input_split_sizes, self._n, "input")
         outs = _splits(output, output_split_sizes, self._n, "output")
 
-        def run():
+        def run(s=None):
             src = byte_view(_contiguous(input), "input")
             c = _contiguous(output)
             dst = byte_view(c, "output")
             self._exchange([(p, src[o:o + k]) for p, (o, k) in enumerate(ins)],
-                           [(p, dst[o:o + k]) for p, (o, k) in enumerate(outs)])
+                           [(p, dst[o:o + k]) for p, (o, k) in enumerate(outs)], s)
             _write_back(output, c)
-        return self._submit(run, [output], opts)
+        return self._submit(run, [output], opts, [input])
 
     alltoall_base = all_to_all_single
 
@@ -374,40 +395,40 @@ class ProcessGroupRingo(dist.ProcessGroup):
         if len(output_tensors) != self._n or len(input_tensors) != self._n:
             raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: all_to_all needs {self._n} inputs and outputs")
 
-        def run():
+        def run(s=None):
             outs = [_contiguous(o) for o in output_tensors]
             self._exchange([(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors)],
-                           [(p, byte_view(o, "output")) for p, o in enumerate(outs)])
+                           [(p, byte_view(o, "output")) for p, o in enumerate(outs)], s)
             for o, c in zip(output_tensors, outs):
                 _write_back(o, c)
-        return self._submit(run, output_tensors, opts)
+        return self._submit(run, output_tensors, opts, input_tensors)
 
     def gather(self, output_tensors, input_tensors, opts=None):
         root = opts.rootRank
         self._check_root(root)
 
-        def run():
+        def run(s=None):
             inp = byte_view(_contiguous(input_tensors[0]), "input")
             if self._me != root:
-                return self._exchange([(root, inp)], [])
+                return self._exchange([(root, inp)], [], s)
             outs = [_contiguous(o) for o in output_tensors[0]]
-            self._exchange([(root, inp)], [(p, byte_view(o, "output")) for p, o in enumerate(outs)])
+            self._exchange([(root, inp)], [(p, byte_view(o, "output")) for p, o in enumerate(outs)], s)
             for o, c in zip(output_tensors[0], outs):
                 _write_back(o, c)
-        return self._submit(run, output_tensors, opts)
+        return self._submit(run, output_tensors, opts, input_tensors)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         root = opts.rootRank
         self._check_root(root)
 
-        def run():
+        def run(s=None):
             c = _contiguous(output_tensors[0])
             sends = []
             if self._me == root:
                 sends = [(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors[0])]
-            self._exchange(sends, [(root, byte_view(c, "output"))])
+            self._exchange(sends, [(root, byte_view(c, "output"))], s)
             _write_back(output_tensors[0], c)
-        return self._submit(run, output_tensors, opts)
+        return self._submit(run, output_tensors, opts, input_tensors)
 
     # --- life cycle -----------------------------------------------------------------------------------
     def shutdown(self):

@@ -25,9 +25,22 @@ PLAIN_OP_CODES = {int(k.value): _lib.OPS[name] for k, name in OPS.items() if k !
 
 
 def check_device(t, what):
-    if not t.is_cpu:
+    """CPU tensors go through ringo's host path, CUDA ones through its device path; nothing else."""
+    if t.device.type not in ("cpu", "cuda"):
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is on {t.device}; this backend serves CPU "
-                    "tensors (CUDA tensors: use torch's nccl backend over ringo's NCCL drop-in)")
+                    "and CUDA tensors")
+
+
+def call_device(tensors):
+    """The one device every tensor of a call is on (torch.device), or None for a call with none."""
+    device = None
+    for t in tensors:
+        if device is None:
+            device = t.device
+        elif t.device != device:
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: one call's tensors are on {device} and {t.device}; "
+                        "they must share a device")
+    return device
 
 
 def reduce_view(t, op, what):

@@ -1,7 +1,9 @@
 # collectives.py — torchrun worker: every collective of the "ringo" backend on every dtype torch
 # and ringo share, in and out of place, against a reference computed locally from every rank's
-# (known) input. Prints "ringo collectives: K checks, F failed" and exits 1 on any failure.
-# Run: python -m torch.distributed.run --standalone --nproc-per-node 4 collectives.py (test_torch_collectives.py).
+# (known) input. Prints "ringo collectives: K checks, F failed" and exits 1 on any failure. With the
+# argument "cuda" every tensor is on the rank's GPU (LOCAL_RANK modulo the GPUs seen), plus stream checks.
+# Run: python -m torch.distributed.run --standalone --nproc-per-node 4 collectives.py [cuda] (test_torch*.py).
+import os
 import sys
 import warnings
 
@@ -157,8 +159,33 @@ def errors(me, n):
         torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64) * (n * (n + 1) // 2)))
 
 
+def streams(me, n):
+    """CUDA only: the calls follow the caller's current stream and make it wait for them."""
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = torch.full((1 << 16,), float(me))
+        t += 1  # queued on side just before the call: the all-reduce must see it
+        dist.all_reduce(t)
+        t *= 2  # queued after it: must see the sum
+    torch.cuda.current_stream().wait_stream(side)
+    expect("all_reduce on a side stream", t, torch.full((1 << 16,), 2.0 * (n * (n - 1) // 2 + n)))
+    ts = [torch.full((1 << 18,), float(i + me)) for i in range(4)]
+    works = [dist.all_reduce(x, async_op=True) for x in ts]
+    futs = [w.get_future() for w in works]
+    for i, (w, f) in enumerate(zip(works, futs)):
+        w.wait()
+        expect(f"async all_reduce #{i} after wait()", ts[i] + 0, torch.full((1 << 18,), float(n * i + n * (n - 1) // 2)))
+        expect(f"async all_reduce #{i} future", f.wait()[0], torch.full((1 << 18,), float(n * i + n * (n - 1) // 2)))
+    works[-1].synchronize()
+    expect("synchronize() then is_completed()", torch.tensor(float(works[-1].is_completed())), torch.tensor(1.0))
+
+
 def main():
     warnings.filterwarnings("ignore", message=".*all_reduce_coalesced.*")
+    cuda = sys.argv[1:] == ["cuda"]
+    if cuda:
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+        torch.set_default_device(torch.device("cuda", torch.cuda.current_device()))
     dist.init_process_group("ringo")
     me, n = dist.get_rank(), dist.get_world_size()
     assert dist.get_backend() == "ringo"
@@ -170,6 +197,8 @@ def main():
         movement(me, n, dtype)
     point_to_point(me, n)
     errors(me, n)
+    if cuda:
+        streams(me, n)
     work = dist.all_reduce(torch.ones(4), async_op=True)
     work.wait()
     expect("async all_reduce via Work", work.get_future().wait()[0], torch.full((4,), float(n)))
@@ -193,7 +222,8 @@ def main():
             movement(gr, gn, dtype, group=mine)
     dist.barrier()
     dist.destroy_process_group()
-    print(f"ringo collectives rank {me}: {checks} checks, {len(failures)} failed, blocking all_reduce in {path}",
+    print(f"ringo collectives rank {me}: {checks} checks, {len(failures)} failed, blocking all_reduce in {path}"
+          f"{' on cuda' if cuda else ''}",
           flush=True)
     for f in failures[:20]:
         print(f"  rank {me} FAIL {f}", flush=True)

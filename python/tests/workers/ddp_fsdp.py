@@ -2,7 +2,9 @@
 # backend "ringo" and again with "gloo" (a gloo group of the same ranks, same process); losses
 # must agree to 1e-4 relative and the ringo-trained parameters be bit-identical across ranks.
 # Then (2 ranks) fully_shard for a few steps must match the DDP run. Exits 1 on any mismatch.
-# Run: python -m torch.distributed.run --standalone --nproc-per-node 2 ddp_fsdp.py [steps] [fsdp_steps]
+# device "cuda": model and data on the rank's GPU (LOCAL_RANK modulo the GPUs seen).
+# Run: python -m torch.distributed.run --standalone --nproc-per-node 2 ddp_fsdp.py [steps] [fsdp_steps] [device]
+import os
 import sys
 
 import torch
@@ -13,17 +15,18 @@ import ringo.torch  # noqa: F401 - registers "ringo"
 
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 50
 FSDP_STEPS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+DEVICE = sys.argv[3] if len(sys.argv) > 3 else "cpu"
 
 
-def make_model():
+def make_model(dev):
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(),
-                               torch.nn.Linear(64, 4))
+                               torch.nn.Linear(64, 4)).to(dev)
 
 
-def batches(rank, steps):
+def batches(rank, steps, dev):
     g = torch.Generator().manual_seed(1000 + rank)
-    return [(torch.randn(16, 32, generator=g), torch.randn(16, 4, generator=g)) for _ in range(steps)]
+    return [(torch.randn(16, 32, generator=g).to(dev), torch.randn(16, 4, generator=g).to(dev)) for _ in range(steps)]
 
 
 def train(model, data):
@@ -43,30 +46,34 @@ def rel(a, b):
 
 
 def main():
+    dev = torch.device("cpu")
+    if DEVICE == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+        dev = torch.device("cuda", torch.cuda.current_device())
     dist.init_process_group("ringo")
     me, n = dist.get_rank(), dist.get_world_size()
-    gloo = dist.new_group(backend="gloo")
-    data = batches(me, STEPS)
+    gloo = dist.new_group(backend="gloo")  # gloo all-reduces and broadcasts CUDA tensors too
+    data = batches(me, STEPS, dev)
     failures = []
     # A tiny bucket cap gives several buckets, so all-reduces overlap the backward pass.
-    ringo_model = DDP(make_model(), bucket_cap_mb=0.01)
+    ringo_model = DDP(make_model(dev), bucket_cap_mb=0.01)
     ringo_losses = train(ringo_model, data)
-    gloo_losses = train(DDP(make_model(), process_group=gloo, bucket_cap_mb=0.01), data)
+    gloo_losses = train(DDP(make_model(dev), process_group=gloo, bucket_cap_mb=0.01), data)
     worst = rel(ringo_losses, gloo_losses)
     if worst > 1e-4:
         failures.append(f"DDP losses ringo vs gloo differ by {worst:.2e} relative")
-    flat = torch.cat([p.detach().reshape(-1) for p in ringo_model.parameters()])
+    flat = torch.cat([p.detach().reshape(-1) for p in ringo_model.parameters()]).cpu()
     every = [torch.empty_like(flat) for _ in range(n)]
     dist.all_gather(every, flat, group=gloo)  # compared through gloo: not through the backend under test
     if not all(torch.equal(every[0], e) for e in every):
         failures.append("DDP parameters trained over ringo differ between ranks")
-    print(f"ddp rank {me}: {STEPS} steps, loss {ringo_losses[0]:.6f} -> {ringo_losses[-1]:.6f}, "
+    print(f"ddp rank {me}: {STEPS} steps on {dev.type}, loss {ringo_losses[0]:.6f} -> {ringo_losses[-1]:.6f}, "
           f"ringo vs gloo max rel {worst:.2e}", flush=True)
     if FSDP_STEPS and n == 2:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
-        mesh = init_device_mesh("cpu", (n,))
-        model = make_model()
+        mesh = init_device_mesh(dev.type, (n,))
+        model = make_model(dev)
         for layer in model:
             if isinstance(layer, torch.nn.Linear):
                 fully_shard(layer, mesh=mesh)
