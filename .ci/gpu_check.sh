@@ -52,6 +52,8 @@ SLOWER_PCT=3
 # the kill grace periods and MPS's stop): the parts after it are left at least what they reserve.
 # GPU_CHECK_S sets a shorter deadline (a rerun with less machine time left); the parts get what it leaves.
 BUILD_S=240 TESTS_S=200 BENCH_S=220 PROCS_S=70 TORCH_S=100 DEADLINE_S=${GPU_CHECK_S:-440}
+# The benchmark runs leave the torch part at least this much of the deadline.
+TORCH_MIN_S=75
 [ "$DEADLINE_S" -ge 240 ] 2>/dev/null && [ "$DEADLINE_S" -le 440 ] || { echo "gpu-check: GPU_CHECK_S must be 240..440 (the build alone keeps 60 s)"; exit 2; }
 # Of the tests' share, the NCCL device runs are left at least NCCL_DEVICE_SHARE_S (and whatever the suites
 # leave), each at most NCCL_DEVICE_S.
@@ -289,7 +291,7 @@ judge_run() {
 run_bench_all() {
   local bench=$BUILD/bin/ringo-gpu-bench total t0=$SECONDS weight=0 spec n g
   [ -x "$bench" ] || return
-  total=$(budget $BENCH_S 30)
+  total=$(budget $BENCH_S $((30 + TORCH_MIN_S)))
   for spec in "${BENCH_RUNS[@]}"; do weight=$((weight + ${spec%% *} + 4)); done
   for spec in "${BENCH_RUNS[@]}"; do
     n=${spec%% *} g=${spec#* }
@@ -316,7 +318,7 @@ run_bench_all() {
 run_bench_procs() {
   local bench=$BUILD/bin/ringo-gpu-bench total t0=$SECONDS weight=0 n mps="without MPS"
   [ -x "$bench" ] || return
-  total=$(budget $PROCS_S 0)
+  total=$(budget $PROCS_S $TORCH_MIN_S)
   for n in "${PROC_RUNS[@]}"; do weight=$((weight + n + 4)); done
   step "MPS for the process runs"
   mps_start
@@ -340,7 +342,8 @@ run_bench_procs() {
 }
 
 # run_torch: torch.distributed backend "ringo" on CUDA tensors, with the machine's python3 and torch, within what
-# the deadline leaves (at most TORCH_S); after the benchmarks, before the experiments, which only use what is left.
+# the deadline leaves (at most TORCH_S, at least TORCH_MIN_S unless the build and tests overran); after the
+# benchmarks, before the experiments, which only use what is left.
 run_torch() {
   local cap
   cap=$(budget $TORCH_S 0)

@@ -10,10 +10,13 @@ py=${PYTHON:-python3}
 tests=("test_torch_cuda.py::test_every_collective_every_dtype_on_cuda[2]"
   "test_torch_cuda.py::test_ddp_on_cuda_matches_gloo_and_fsdp_matches_ddp")
 
-if ! "$py" -c 'import torch' 2>/dev/null; then
-  echo "gpu_check_torch: $py cannot import torch"
-  exit 1
-fi
+# What the package and the tests need and pip --no-deps --no-index will not fetch.
+for m in torch numpy pytest setuptools; do
+  if ! "$py" -c "import $m" 2>/dev/null; then
+    echo "gpu_check_torch: $py cannot import $m"
+    exit 1
+  fi
+done
 "$py" -c 'import sys, torch; print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.device_count()} GPU(s)"); sys.exit(0 if torch.cuda.is_available() else 2)' || exit
 rm -rf "$dest"
 if ! RINGO_LIB="$build/lib/libringo.so" "$py" -m pip install -q --no-build-isolation --no-deps --no-index --target "$dest" ./python; then

@@ -2,6 +2,8 @@
 # every collective and dtype plus stream order under torchrun, and DDP against gloo with FSDP after it.
 # Without one: the checks that keep device pointers off the host path. Run: pytest test_torch_cuda.py
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -45,6 +47,21 @@ def group():
 def test_other_devices_are_refused_by_name(group):
     with pytest.raises(Error, match="is on meta; this backend serves CPU and CUDA tensors"):
         dist.all_reduce(torch.ones(2, device="meta"))
+
+
+def test_init_with_a_device_id_then_new_group():
+    # torch asks the group for its backend of that device and whether it can split; ringo's group is its
+    # own backend and does not split, so the new group gets a communicator of its own.
+    device = "torch.device('cuda', 0)" if torch.cuda.is_available() else "torch.device('cpu', 0)"
+    code = ("import torch, torch.distributed as dist, ringo.torch\n"
+            f"store = dist.TCPStore('127.0.0.1', {free_port()}, 1, True)\n"
+            f"dist.init_process_group('ringo', store=store, rank=0, world_size=1, device_id={device})\n"
+            "t = torch.ones(3)\n"
+            "dist.all_reduce(t, group=dist.new_group([0]))\n"
+            "print('device_id ok', t.tolist(), type(dist.group.WORLD).__name__)\n"
+            "dist.destroy_process_group()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "device_id ok [1.0, 1.0, 1.0] ProcessGroupRingo" in proc.stdout, _report(proc)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a communicator made where no GPU is seen")

@@ -23,6 +23,9 @@ class FakeStream:
     def wait_event(self, event):
         self.rt.log.append(("wait_event", self.name, event.id))
 
+    def synchronize(self):
+        self.rt.log.append(("stream synchronize", self.name))
+
 
 class FakeEvent:
     def __init__(self, rt):
@@ -123,8 +126,7 @@ def test_a_call_follows_the_callers_stream_and_the_waiter_follows_it(rt, worker)
     assert rt.log == [("wait_stream", "side0", "caller"),          # after the caller's earlier work
                       ("ringo", side.cuda_stream, "side0"),        # on the group's stream, torch ops too
                       ("record_stream", "a", "side0"), ("record_stream", "b", "side0"),
-                      ("record", 1, "side0"),                      # the work's event, after the call
-                      ("future result", "side0")]                  # the future's event: same point
+                      ("record", 1, "side0")]                      # the work's event, after the call
     assert rt.current.name == "caller"
     rt.log.clear()
     assert work.wait() is True
@@ -132,8 +134,14 @@ def test_a_call_follows_the_callers_stream_and_the_waiter_follows_it(rt, worker)
     assert work.is_completed() and work.is_success() and work.result() == [a]
     work.synchronize()
     assert ("synchronize", 1) in rt.log
+    rt.log.clear()
+    fut = work.get_future()  # made when asked for, its event on the group's stream
+    assert rt.log == [("future result", "side0")] and fut.value == [a] and work.get_future() is fut
     calls.submit(lambda s: None, [a], [a], DEV)
     assert len(rt.made) == 1  # one stream per device, made at the first call
+    rt.log.clear()
+    calls.synchronize()  # barrier's first step: the host waits for the group's streams
+    assert rt.log == [("stream synchronize", "side0")]
 
 
 def test_a_failed_enqueue_still_marks_the_point_and_fails_the_work_and_future(rt, worker):
@@ -144,11 +152,21 @@ def test_a_failed_enqueue_still_marks_the_point_and_fails_the_work_and_future(rt
         raise Error(_lib.REMOTE, "peer gone", "ringoAllReduce")
     work = calls.submit(fail, [a], [a], DEV)
     assert ("record", 1, "side0") in rt.log and ("record_stream", "a", "side0") in rt.log
-    assert ("future error", "side0") in rt.log
     with pytest.raises(Error, match="peer gone"):
         work.wait()
     assert work.is_completed() and not work.is_success()
     assert work.get_future().error is work.exception()
+    assert ("future error", "side0") in rt.log
+
+
+def test_an_interrupt_is_the_callers_not_the_works(rt, worker):
+    calls = cuda_calls.CudaCalls(FakeComm(), worker)
+
+    def interrupted(s):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        calls.submit(interrupted, [], [], DEV)
+    assert ("record", 1, "side0") in rt.log
 
 
 def test_an_error_the_kernel_met_later_is_reported_once_its_event_has_passed(rt, worker, monkeypatch):

@@ -21,14 +21,17 @@ def _future(device):
 class CudaWork(Work):
     """Work of one call on CUDA tensors. wait() makes the waiting thread's current stream wait for
     the call (the host goes on, as with nccl); synchronize() waits on the host too. get_future()
-    is a CUDA-aware future: its callbacks and wait() see the outputs once the call has run.
+    is a CUDA-aware future: its callbacks and wait() see the outputs once the call has run (made
+    when first asked for, at the group stream's point then, which DDP reaches at once).
     A failure while enqueuing is raised by wait(); one the ring kernel meets later (a dead peer,
-    RINGO_TIMEOUT) by the group's next call, and by synchronize() once the kernel has ended."""
+    RINGO_TIMEOUT) by the group's next call, and by synchronize() once the kernel has ended.
+    ringo keeps such an error per communicator, not per call: once set, every work of the group
+    whose event has passed reports it from exception() and is_success()."""
 
-    def __init__(self, outputs, device, done, future, error, comm):
+    def __init__(self, outputs, device, side, done, error, comm):
         super().__init__()
-        self._outputs, self._device, self._done = outputs, device, done
-        self._fut, self._error, self._comm = future, error, comm
+        self._outputs, self._device, self._side, self._done = outputs, device, side, done
+        self._fut, self._error, self._comm = None, error, comm
 
     def _late_error(self):
         """The error the kernel ended with, once its event has passed (None while it runs)."""
@@ -54,6 +57,13 @@ class CudaWork(Work):
             raise self._error
 
     def get_future(self):
+        if self._fut is None:
+            self._fut = _future(self._device)
+            with _rt.stream(self._side):  # the future's event is taken on the group's stream
+                if self._error is None:
+                    self._fut.set_result(self._outputs)
+                else:
+                    self._fut.set_exception(self._error)
         return self._fut
 
     def is_completed(self):
@@ -122,10 +132,12 @@ class CudaCalls:
                 error = None
             except Exception as e:  # noqa: BLE001 - the Work raises it from wait()
                 error = e
-        future = _future(device)
-        with _rt.stream(side):  # the future's event is taken on side, after the call
-            if error is None:
-                future.set_result(outputs)
-            else:
-                future.set_exception(error)
-        return CudaWork(outputs, device, done, future, error, self._comm)
+        if error is not None and not isinstance(error, Exception):
+            raise error  # KeyboardInterrupt and the like are the caller's, not the work's
+        return CudaWork(outputs, device, side, done, error, self._comm)
+
+    def synchronize(self):
+        """Waits on the host for everything the group has enqueued on its streams (barrier's first step,
+        as nccl's barrier waits for the device)."""
+        for side in self._streams.values():
+            side.synchronize()

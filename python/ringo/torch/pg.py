@@ -84,6 +84,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._me = rank
         self._worker = Worker(f"ringo-pg-{rank}/{size}")
         self._cuda = CudaCalls(self._comm, self._worker)
+        self._batch = None  # the sends and receives of a batch_isend_irecv being collected, or None
         if _fastcall is not None:
             # An instance attribute wins over the method: dist.all_reduce calls the C object,
             # which hands every call but its own blocking one to the method, bound here.
@@ -93,6 +94,15 @@ class ProcessGroupRingo(dist.ProcessGroup):
 
     def getBackendName(self):
         return "ringo"
+
+    # torch asks a group for its backend per device (batch_isend_irecv, init_process_group's device_id,
+    # new_group's split check, abort): a Python group is its own, for CPU and CUDA alike. It batches
+    # sends and receives (_start_coalescing) and cannot split a communicator.
+    supports_coalescing = True
+    supports_splitting = False
+
+    def _get_backend(self, device):
+        return self
 
     # torch names a group after creating it. ProcessGroup's C++ getter reads the name from a
     # registered C++ backend, and a Python group has none, so the name is kept here as well.
@@ -328,9 +338,13 @@ class ProcessGroupRingo(dist.ProcessGroup):
         return self._submit(run, tensors, opts)
 
     def barrier(self, opts=None):
+        """A one-byte host all-reduce, once this rank's CUDA work of the group has run."""
         one = torch.ones(1, dtype=torch.uint8, device="cpu")  # host path, whatever the default device
-        return self._submit(lambda: self._comm.all_reduce_ptr(ptr(one), ptr(one), 1, _lib.DTYPES["uint8"],
-                                                              _lib.OPS["sum"]), [one], opts)
+
+        def run(s=None):
+            self._cuda.synchronize()
+            self._comm.all_reduce_ptr(ptr(one), ptr(one), 1, _lib.DTYPES["uint8"], _lib.OPS["sum"])
+        return self._submit(run, [one], opts)
 
     # --- point to point and all-to-all ---------------------------------------------------------------
     def _check_root(self, peer, what="root"):
@@ -341,6 +355,9 @@ class ProcessGroupRingo(dist.ProcessGroup):
         """Messages between two ranks match in the order they were sent (tags are not looked at)."""
         self._check_root(dstRank, "send peer")
         bufs = [byte_view(_contiguous(t), "send tensor") for t in tensors]
+        if self._batch is not None:
+            self._batch.append((dstRank, bufs, None))
+            return done_work(tensors)
 
         def run(s=None):
             for b in bufs:
@@ -351,6 +368,9 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._check_root(srcRank, "recv peer")
         for t in tensors:
             check_device(t, "recv tensor")
+        if self._batch is not None:
+            self._batch.append((srcRank, None, tensors))
+            return done_work(tensors)
 
         def run(s=None):
             for t in tensors:
@@ -359,6 +379,25 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], srcRank, s)
                 _write_back(t, c)
         return self._submit(run, tensors)
+
+    # --- batch_isend_irecv: torch brackets a batch's sends and receives with these two calls -------------
+    def _start_coalescing(self, device):
+        self._batch = []
+
+    def _end_coalescing(self, device):
+        """The batch's sends and receives in one ringo group, so that they progress together (a ring
+        exchange of messages larger than the FIFOs completes); its one Work covers them all."""
+        batch, self._batch = self._batch or [], None
+        sends = [(peer, b) for peer, bufs, _ in batch if bufs is not None for b in bufs]
+        outs = [t for _, _, ts in batch if ts is not None for t in ts]
+        recv_peers = [peer for peer, _, ts in batch if ts is not None for _ in ts]
+
+        def run(s=None):
+            cs = [_contiguous(t) for t in outs]
+            self._exchange(sends, [(p, byte_view(c, "tensor")) for p, c in zip(recv_peers, cs)], s)
+            for t, c in zip(outs, cs):
+                _write_back(t, c)
+        return self._submit(run, outs, inputs=[b for _, b in sends])
 
     def recv_anysource(self, tensors, tag=0):
         raise Error(_lib.INVALID_USAGE, "ringo backend: recv from any source is not supported (ringo matches "

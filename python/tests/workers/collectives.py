@@ -115,6 +115,16 @@ def point_to_point(me, n):
             dist.send(mine, nxt)
         want = (torch.arange(9) + prv) % 2 == 0 if dtype == torch.bool else data(prv, 9, dtype)
         expect(f"send/recv {dtype}", got, want)
+    # batch_isend_irecv: one batch progresses as a whole, so a ring exchange of messages larger than the
+    # links' FIFOs completes; a strided receive is written back.
+    nxt, prv = (me + 1) % n, (me - 1) % n
+    big, got_big, got_small = torch.full((1 << 20,), float(me)), torch.empty(1 << 20), torch.empty(12)[::2]
+    ops = [dist.P2POp(dist.isend, big, nxt), dist.P2POp(dist.irecv, got_big, prv),
+           dist.P2POp(dist.isend, torch.arange(6.0) + me, nxt), dist.P2POp(dist.irecv, got_small, prv)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    expect("batch_isend_irecv 4 MiB ring", got_big, torch.full((1 << 20,), float(prv)))
+    expect("batch_isend_irecv strided receive", got_small, torch.arange(6.0) + prv)
     # all_to_all_single, even pieces: rank r's piece p is 100 r + p.
     x = torch.tensor([100.0 * me + p for p in range(n) for _ in range(2)])
     y = torch.empty_like(x)
