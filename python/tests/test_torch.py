@@ -54,6 +54,12 @@ def test_killed_rank_fails_the_others_with_ringos_message():
         assert failed_at - killed_at < timeout_s + 3, outs  # within RINGO_TIMEOUT (plus load slack)
 
 
+def test_abort_process_group_returns():
+    proc = torchrun("abort.py", 2, timeout=120)
+    assert proc.returncode == 0, _report(proc)
+    assert len(re.findall(r"abort rank \d: aborted ok, \[2.0, 2.0, 2.0\]", proc.stdout)) == 2, _report(proc)
+
+
 def test_comm_from_torchrun_environment():
     proc = torchrun("from_env.py", 3)
     assert proc.returncode == 0, _report(proc)

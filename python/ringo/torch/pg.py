@@ -388,6 +388,8 @@ class ProcessGroupRingo(dist.ProcessGroup):
         """The batch's sends and receives in one ringo group, so that they progress together (a ring
         exchange of messages larger than the FIFOs completes); its one Work covers them all."""
         batch, self._batch = self._batch or [], None
+        if not batch:  # torch brackets an abort with these too, after the worker has stopped
+            return done_work([])
         sends = [(peer, b) for peer, bufs, _ in batch if bufs is not None for b in bufs]
         outs = [t for _, _, ts in batch if ts is not None for t in ts]
         recv_peers = [peer for peer, _, ts in batch if ts is not None for _ in ts]
