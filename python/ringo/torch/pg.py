@@ -356,7 +356,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._check_root(dstRank, "send peer")
         bufs = [byte_view(_contiguous(t), "send tensor") for t in tensors]
         if self._batch is not None:
-            self._batch.append((dstRank, bufs, None))
+            self._batch[0].extend((dstRank, b) for b in bufs)
             return done_work(tensors)
 
         def run(s=None):
@@ -369,7 +369,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         for t in tensors:
             check_device(t, "recv tensor")
         if self._batch is not None:
-            self._batch.append((srcRank, None, tensors))
+            self._batch[1].extend((srcRank, t) for t in tensors)
             return done_work(tensors)
 
         def run(s=None):
@@ -382,24 +382,16 @@ class ProcessGroupRingo(dist.ProcessGroup):
 
     # --- batch_isend_irecv: torch brackets a batch's sends and receives with these two calls -------------
     def _start_coalescing(self, device):
-        self._batch = []
+        self._batch = ([], [])  # (peer, bytes) sends, (peer, tensor) receives
 
     def _end_coalescing(self, device):
         """The batch's sends and receives in one ringo group, so that they progress together (a ring
         exchange of messages larger than the FIFOs completes); its one Work covers them all."""
-        batch, self._batch = self._batch or [], None
-        if not batch:  # torch brackets an abort with these too, after the worker has stopped
+        (sends, recvs), self._batch = self._batch or ([], []), None
+        if not sends and not recvs:  # torch brackets an abort with these too, after the worker has stopped
             return done_work([])
-        sends = [(peer, b) for peer, bufs, _ in batch if bufs is not None for b in bufs]
-        outs = [t for _, _, ts in batch if ts is not None for t in ts]
-        recv_peers = [peer for peer, _, ts in batch if ts is not None for _ in ts]
-
-        def run(s=None):
-            cs = [_contiguous(t) for t in outs]
-            self._exchange(sends, [(p, byte_view(c, "tensor")) for p, c in zip(recv_peers, cs)], s)
-            for t, c in zip(outs, cs):
-                _write_back(t, c)
-        return self._submit(run, outs, inputs=[b for _, b in sends])
+        return self._submit(lambda s=None: self._exchange_into(sends, recvs, s), [t for _, t in recvs],
+                            inputs=[b for _, b in sends])
 
     def recv_anysource(self, tensors, tag=0):
         raise Error(_lib.INVALID_USAGE, "ringo backend: recv from any source is not supported (ringo matches "
@@ -412,6 +404,14 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 self._comm.send_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], peer, s)
             for peer, b in recvs:
                 self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], peer, s)
+
+    def _exchange_into(self, sends, recvs, s=None):
+        """_exchange with (peer, tensor) receives of any layout: each lands in a contiguous copy where
+        it needs one, written back afterwards."""
+        copies = [(p, t, _contiguous(t)) for p, t in recvs]
+        self._exchange(sends, [(p, byte_view(c, "output")) for p, _, c in copies], s)
+        for _, t, c in copies:
+            _write_back(t, c)
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         check_device(input, "all_to_all_single input")
@@ -437,11 +437,8 @@ class ProcessGroupRingo(dist.ProcessGroup):
             raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: all_to_all needs {self._n} inputs and outputs")
 
         def run(s=None):
-            outs = [_contiguous(o) for o in output_tensors]
-            self._exchange([(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors)],
-                           [(p, byte_view(o, "output")) for p, o in enumerate(outs)], s)
-            for o, c in zip(output_tensors, outs):
-                _write_back(o, c)
+            self._exchange_into([(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors)],
+                                list(enumerate(output_tensors)), s)
         return self._submit(run, output_tensors, opts, input_tensors)
 
     def gather(self, output_tensors, input_tensors, opts=None):
@@ -450,12 +447,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
 
         def run(s=None):
             inp = byte_view(_contiguous(input_tensors[0]), "input")
-            if self._me != root:
-                return self._exchange([(root, inp)], [], s)
-            outs = [_contiguous(o) for o in output_tensors[0]]
-            self._exchange([(root, inp)], [(p, byte_view(o, "output")) for p, o in enumerate(outs)], s)
-            for o, c in zip(output_tensors[0], outs):
-                _write_back(o, c)
+            self._exchange_into([(root, inp)], list(enumerate(output_tensors[0])) if self._me == root else [], s)
         return self._submit(run, output_tensors, opts, input_tensors)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
@@ -463,12 +455,10 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._check_root(root)
 
         def run(s=None):
-            c = _contiguous(output_tensors[0])
             sends = []
             if self._me == root:
                 sends = [(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors[0])]
-            self._exchange(sends, [(root, byte_view(c, "output"))], s)
-            _write_back(output_tensors[0], c)
+            self._exchange_into(sends, [(root, output_tensors[0])], s)
         return self._submit(run, output_tensors, opts, input_tensors)
 
     # --- life cycle -----------------------------------------------------------------------------------
