@@ -36,14 +36,6 @@ def test_one_call_keeps_to_one_device():
         call_device([cpu, meta])
 
 
-@pytest.fixture(scope="module")
-def group():
-    store = dist.TCPStore("127.0.0.1", free_port(), 1, True)
-    dist.init_process_group("ringo", store=store, rank=0, world_size=1)
-    yield dist.distributed_c10d._get_default_group()
-    dist.destroy_process_group()
-
-
 def test_other_devices_are_refused_by_name(group):
     with pytest.raises(Error, match="is on meta; this backend serves CPU and CUDA tensors"):
         dist.all_reduce(torch.ones(2, device="meta"))
@@ -61,6 +53,8 @@ def test_init_with_a_device_id_then_new_group():
             "print('device_id ok', t.tolist(), type(dist.group.WORLD).__name__)\n"
             "dist.destroy_process_group()\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    if "device_id parameter must be an accelerator" in proc.stderr:  # torch before 2.12, no GPU here
+        pytest.skip(f"torch {torch.__version__} takes no CPU device_id, and no GPU is seen here")
     assert "device_id ok [1.0, 1.0, 1.0] ProcessGroupRingo" in proc.stdout, _report(proc)
 
 

@@ -38,6 +38,13 @@ def test_blocking_call_waits_its_turn_behind_queued_work(worker):
     assert work.get_future().wait() == ["out3"]
 
 
+def test_a_held_batch_keeps_calls_off_the_callers_thread_until_released(worker):
+    worker.hold()  # a batch of sends and receives is being collected
+    assert worker.run_here(pytest.fail) is QUEUED
+    worker.release()
+    assert worker.run_here(lambda: None) is None
+
+
 def test_work_submitted_while_a_blocking_call_runs_waits_for_it(worker):
     started, release, order = threading.Event(), threading.Event(), []
 

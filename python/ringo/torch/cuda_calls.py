@@ -107,6 +107,10 @@ class CudaCalls:
             side = self._streams[device.index] = _rt.Stream(device)
         return side
 
+    def check(self, device):
+        """Raises, as submit would, when this group cannot serve tensors on device."""
+        self._stream(device)
+
     def submit(self, fn, outputs, tensors, device):
         """Enqueues fn(stream handle) on the group's stream after the current stream's work, and
         returns its Work. tensors: every CUDA tensor the call reads or writes (kept alive for the

@@ -5,6 +5,7 @@
 # Tested by python/tests/test_torch_*.py under torchrun (N = 2 and 4).
 import ctypes
 import inspect
+import threading
 
 import torch
 import torch.distributed as dist
@@ -12,6 +13,7 @@ import torch.distributed as dist
 from .. import _lib, comm as _comm
 from ..comm import Comm, Error, check
 from .cuda_calls import CudaCalls
+from .p2p import P2PBatch, P2PWork
 from .tensors import DTYPE_CODES, PLAIN_OP_CODES, byte_view, call_device, check_device, op_name, ptr, reduce_view
 from .worker import QUEUED, Worker, done_work
 
@@ -84,7 +86,9 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._me = rank
         self._worker = Worker(f"ringo-pg-{rank}/{size}")
         self._cuda = CudaCalls(self._comm, self._worker)
-        self._batch = None  # the sends and receives of a batch_isend_irecv being collected, or None
+        self._p2p = None  # the P2PBatch collecting sends and receives, or None
+        self._p2p_lock = threading.RLock()  # guards _p2p; starting a batch calls _submit, which may start one
+        self._last_work = None  # the Work _submit made last: all before it are done when it is (one order)
         if _fastcall is not None:
             # An instance attribute wins over the method: dist.all_reduce calls the C object,
             # which hands every call but its own blocking one to the method, bound here.
@@ -136,9 +140,14 @@ class ProcessGroupRingo(dist.ProcessGroup):
         inputs: tensors fn reads besides outputs (lists of tensors may nest one deep)."""
         tensors = _flat(outputs, inputs)
         device = call_device(tensors)
+        if self._p2p is not None:  # sends and receives called before this go first
+            self._start_p2p()
         if device is None or device.type == "cpu":
-            return self._worker.submit(fn, outputs, blocking=opts is not None and not getattr(opts, "asyncOp", True))
-        return self._cuda.submit(fn, outputs, tensors, device)
+            work = self._worker.submit(fn, outputs, blocking=opts is not None and not getattr(opts, "asyncOp", True))
+        else:
+            work = self._cuda.submit(fn, outputs, tensors, device)
+        self._last_work = work
+        return work
 
     # --- all-reduce family ------------------------------------------------------------------------
     def _reduce_in_place(self, t, op, factor, s=None):
@@ -352,46 +361,69 @@ class ProcessGroupRingo(dist.ProcessGroup):
             raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} {peer} is not a rank of this group of {self._n}")
 
     def send(self, tensors, dstRank, tag=0):
-        """Messages between two ranks match in the order they were sent (tags are not looked at)."""
+        """Messages between two ranks match in the order they were sent (tags are not looked at). The
+        send starts with the batch it joins (p2p.py): when a Work of it is waited on, or at the
+        group's next other call."""
         self._check_root(dstRank, "send peer")
         bufs = [byte_view(_contiguous(t), "send tensor") for t in tensors]
-        if self._batch is not None:
-            self._batch[0].extend((dstRank, b) for b in bufs)
-            return done_work(tensors)
-
-        def run(s=None):
-            for b in bufs:
-                self._comm.send_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], dstRank, s)
-        return self._submit(run, tensors, inputs=bufs)
+        return self._post(tensors, sends=[(dstRank, b) for b in bufs])
 
     def recv(self, tensors, srcRank, tag=0):
         self._check_root(srcRank, "recv peer")
         for t in tensors:
             check_device(t, "recv tensor")
-        if self._batch is not None:
-            self._batch[1].extend((srcRank, t) for t in tensors)
-            return done_work(tensors)
+        return self._post(tensors, recvs=[(srcRank, t) for t in tensors])
 
-        def run(s=None):
-            for t in tensors:
-                c = _contiguous(t)
-                b = byte_view(c, "tensor")
-                self._comm.recv_ptr(ptr(b), b.numel(), _lib.DTYPES["uint8"], srcRank, s)
-                _write_back(t, c)
-        return self._submit(run, tensors)
+    def _post(self, tensors, sends=(), recvs=()):
+        """The Work of sends and receives added to the open batch (a new one when none is open, or
+        when the open one is on another device)."""
+        device = call_device(tensors)
+        if device.type == "cuda":
+            self._cuda.check(device)  # a bad device raises here, at the call, not at the batch's start
+        with self._p2p_lock:
+            if self._p2p is not None and self._p2p.device != device:
+                self._start_p2p()
+            if self._p2p is None:
+                self._p2p = P2PBatch(device, self._start_p2p)
+                self._worker.hold()  # no call may run on the caller's thread ahead of the batch
+            batch = self._p2p
+            batch.sends.extend(sends)
+            batch.recvs.extend(recvs)
+        return P2PWork(batch, tensors)
 
-    # --- batch_isend_irecv: torch brackets a batch's sends and receives with these two calls -------------
+    def _start_p2p(self, batch=None):
+        """Starts the open batch (if batch is given, only if it is that one) as one ringo group, so that its
+        sends and receives progress together; its one Work covers them all."""
+        with self._p2p_lock:
+            open_batch = self._p2p
+            if open_batch is None or (batch is not None and batch is not open_batch):
+                return
+            self._p2p = None
+            self._worker.release()
+            sends, recvs = open_batch.sends, open_batch.recvs
+            try:
+                if not sends and not recvs:  # torch brackets an abort with these too, after the worker has stopped
+                    open_batch.work = done_work([])
+                else:
+                    open_batch.work = self._submit(lambda s=None: self._exchange_into(sends, recvs, s),
+                                                   [t for _, t in recvs], inputs=[b for _, b in sends])
+            except Exception as e:  # noqa: BLE001 - the batch's works raise it from wait()
+                open_batch.work = done_work([t for _, t in recvs], e)
+
+    # --- batch_isend_irecv and _coalescing_manager bracket a batch of calls with these two -------------
     def _start_coalescing(self, device):
-        self._batch = ([], [])  # (peer, bytes) sends, (peer, tensor) receives
+        self._start_p2p()
+        self._last_work = None
+        with self._p2p_lock:
+            self._p2p = P2PBatch(device, self._start_p2p)
+            self._worker.hold()
 
     def _end_coalescing(self, device):
-        """The batch's sends and receives in one ringo group, so that they progress together (a ring
-        exchange of messages larger than the FIFOs completes); its one Work covers them all."""
-        (sends, recvs), self._batch = self._batch or ([], []), None
-        if not sends and not recvs:  # torch brackets an abort with these too, after the worker has stopped
-            return done_work([])
-        return self._submit(lambda s=None: self._exchange_into(sends, recvs, s), [t for _, t in recvs],
-                            inputs=[b for _, b in sends])
+        """The Work of everything called since _start_coalescing: the batch's sends and receives start
+        as one ringo group, and the group runs its calls in order, so the last one covers them all."""
+        self._start_p2p()
+        work, self._last_work = self._last_work, None
+        return work if work is not None else done_work([])
 
     def recv_anysource(self, tensors, tag=0):
         raise Error(_lib.INVALID_USAGE, "ringo backend: recv from any source is not supported (ringo matches "
@@ -463,13 +495,21 @@ class ProcessGroupRingo(dist.ProcessGroup):
 
     # --- life cycle -----------------------------------------------------------------------------------
     def shutdown(self):
-        """destroy_process_group's call: finish queued work, then free the communicator."""
+        """destroy_process_group's call: finish queued work (sends and receives nobody waited on
+        included), then free the communicator."""
+        self._start_p2p()
         self._worker.stop()
         self._comm.destroy()
 
     def abort(self):
         """Ends a collective blocked on a dead or stuck peer, then frees the communicator."""
         self._comm.abort()
+        with self._p2p_lock:
+            batch, self._p2p = self._p2p, None
+        if batch is not None:
+            batch.work = done_work([], Error(_lib.INVALID_USAGE, "ringo backend: the group was aborted before "
+                                             "these sends and receives started"))
+            self._worker.release()
         self._worker.stop()
 
     def __repr__(self):

@@ -70,8 +70,18 @@ def op_name(reduce_op):
     if name is None:
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: ReduceOp {kind} is not supported (ringo has "
                     "SUM, AVG, PRODUCT, MIN, MAX and PREMUL_SUM)")
-    factor = getattr(reduce_op, "factor", None) if kind == _R.PREMUL_SUM else None
-    return name, factor
+    return name, (_premul_factor(reduce_op) if kind == _R.PREMUL_SUM else None)
+
+
+def _premul_factor(reduce_op):
+    """PREMUL_SUM's factor: torch 2.12 and later show it as .factor; before, only its pickled state holds it."""
+    if hasattr(reduce_op, "factor"):
+        return reduce_op.factor
+    state = reduce_op.__getstate__() if hasattr(reduce_op, "__getstate__") else None
+    if isinstance(state, tuple) and len(state) == 2 and state[1] is not None:
+        return state[1]
+    raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: ReduceOp PREMUL_SUM without a factor ringo can read "
+                f"(torch {torch.__version__}); make it with dist._make_nccl_premul_sum(factor)")
 
 
 def ptr(t):

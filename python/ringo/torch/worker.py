@@ -107,7 +107,7 @@ class Worker:
     def __init__(self, name):
         self._q = queue.SimpleQueue()
         self._state = threading.Lock()  # guards _pending
-        self._pending = 0  # submitted and not finished
+        self._pending = 0  # submitted and not finished, and batches held (hold)
         self._running = threading.Lock()  # held while a function runs: one ringo call at a time
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
@@ -123,6 +123,16 @@ class Worker:
         work = RingoWork(outputs)
         self._q.put((fn, work))
         return work
+
+    def hold(self):
+        """Counts work the caller is still collecting (a batch of sends and receives) as pending, so
+        that no call runs on the caller's thread ahead of it; release() when it is submitted."""
+        with self._state:
+            self._pending += 1
+
+    def release(self):
+        with self._state:
+            self._pending -= 1
 
     def run_here(self, fn, *args):
         """Runs fn(*args) on the caller's thread when no work is queued or running, and returns

@@ -102,6 +102,32 @@ def movement(me, n, dtype, group=None):
         expect(f"broadcast root {root} {dtype}", t, data(root, count, dtype))
 
 
+def unbatched_ring(me, n):
+    """isend/irecv without batch_isend_irecv (as torch before 2.12 issues even that batch on our group):
+    ring exchanges of messages larger than the links' FIFOs, sends first or receives first on every
+    rank, waited on in any order or polled, complete; then a collective right behind an unwaited pair."""
+    nxt, prv = (me + 1) % n, (me - 1) % n
+    for order in ("send first", "recv first", "recv waited first", "polled"):
+        big, got = torch.full((1 << 20,), float(me)), torch.empty(1 << 20)
+        if order == "send first":
+            works = [dist.isend(big, nxt), dist.irecv(got, prv)]
+        else:
+            works = [dist.irecv(got, prv), dist.isend(big, nxt)]
+        if order == "polled":
+            while not all(w.is_completed() for w in works):
+                pass
+        for w in works if order == "send first" else reversed(works):
+            w.wait()
+        expect(f"isend/irecv 4 MiB ring, {order}", got, torch.full((1 << 20,), float(prv)))
+    got = torch.empty(3)
+    recv = dist.irecv(got, prv)
+    dist.isend(torch.full((3,), float(me)), nxt)
+    t = torch.ones(5)
+    dist.all_reduce(t)
+    expect("all_reduce behind an unwaited isend/irecv", t, torch.full((5,), float(n)))
+    expect("irecv's future after the all_reduce", recv.get_future().wait()[0], torch.full((3,), float(prv)))
+
+
 def point_to_point(me, n):
     for dtype in (torch.float32, torch.int64, torch.bool):
         nxt, prv = (me + 1) % n, (me - 1) % n
@@ -125,6 +151,7 @@ def point_to_point(me, n):
         w.wait()
     expect("batch_isend_irecv 4 MiB ring", got_big, torch.full((1 << 20,), float(prv)))
     expect("batch_isend_irecv strided receive", got_small, torch.arange(6.0) + prv)
+    unbatched_ring(me, n)
     # all_to_all_single, even pieces: rank r's piece p is 100 r + p.
     x = torch.tensor([100.0 * me + p for p in range(n) for _ in range(2)])
     y = torch.empty_like(x)
