@@ -1,11 +1,13 @@
 # test_torch.py — the torch.distributed backend "ringo" under real PyTorch on this machine:
 # every collective on every shared dtype (torchrun N = 2 and 4), DDP against gloo, FSDP2 against
-# DDP, and a rank killed mid-training. Run: pytest python/tests/test_torch.py (needs torch).
+# DDP, pipeline parallelism against gloo, distributed checkpoint and monitored_barrier, and a rank
+# killed mid-training.
+# Run: pytest python/tests/test_torch.py (needs torch).
 import re
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 from launch import spawn, torchrun  # noqa: E402
 from ringo.torch.pg import fast_path  # noqa: E402
 
@@ -39,6 +41,22 @@ def test_ddp_matches_gloo_on_4_ranks():
     proc = torchrun("ddp_fsdp.py", 4, 20, 0)
     assert proc.returncode == 0, _report(proc)
     assert len(re.findall(r"ddp_fsdp rank \d: 0 failed", proc.stdout)) == 4, _report(proc)
+
+
+def test_pipeline_parallel_1f1b_matches_gloo():
+    # torch.distributed.pipelining's batched sends and receives of 1 MiB activations, more than a FIFO.
+    proc = torchrun("pipeline.py", 2)
+    assert proc.returncode == 0, _report(proc)
+    assert len(re.findall(r"pipeline rank \d: 3 steps, 0 failed", proc.stdout)) == 2, _report(proc)
+
+
+def test_checkpoint_and_monitored_barrier(tmp_path):
+    proc = torchrun("trainer_tools.py", 3, tmp_path)
+    assert proc.returncode == 0, _report(proc)
+    assert len(re.findall(r"tools rank \d: \d+ checks, 0 failed", proc.stdout)) == 3, _report(proc)
+    # torch before 2.12 refuses monitored_barrier on any backend but gloo, before asking the group.
+    told = "monitored_barrier checked" if torch.__version__ >= "2.12" else "monitored_barrier refused by torch"
+    assert proc.stdout.count(told) == 3, _report(proc)
 
 
 def test_killed_rank_fails_the_others_with_ringos_message():

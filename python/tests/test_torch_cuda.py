@@ -63,6 +63,7 @@ def test_a_communicator_without_a_device_never_gets_device_pointers(group):
     # Here the communicator has no CUDA device (-1): a CUDA tensor must be refused before any
     # pointer of it reaches ringo, which would take it for host memory.
     assert group.ringo_comm.device == -1
+    assert group._device_types == [torch.device("cpu")]  # what torch is told the group serves
     worker = Worker("test-cuda-calls")
     try:
         calls = CudaCalls(group.ringo_comm, worker)

@@ -16,3 +16,10 @@ def _create(store, rank, size, timeout):
 
 if "ringo" not in dist.Backend.backend_list:
     dist.Backend.register_backend("ringo", _create, devices=["cpu", "cuda"])
+    # torch 2.12+ attaches its generic flight recorder to a new group unless the group reports no
+    # devices (how it recognises a Python group, which it cannot record: the recorder's C++ side
+    # reads a group name only a C++ backend holds) or its backend is listed here. A ringo group
+    # reports its devices (ProcessGroupRingo._device_types), so it is listed.
+    _skip = getattr(dist.distributed_c10d, "_FR_SELF_RECORDING_BACKENDS", None)
+    if isinstance(_skip, set):
+        _skip.add("ringo")

@@ -13,6 +13,7 @@ import torch.distributed as dist
 from .. import _lib, comm as _comm
 from ..comm import Comm, Error, check
 from .cuda_calls import CudaCalls
+from .monitored import monitored_barrier as _monitored_barrier
 from .p2p import P2PBatch, P2PWork
 from .tensors import DTYPE_CODES, PLAIN_OP_CODES, byte_view, call_device, check_device, op_name, ptr, reduce_view
 from .worker import QUEUED, Worker, done_work
@@ -82,6 +83,9 @@ class ProcessGroupRingo(dist.ProcessGroup):
         # The store torch hands a backend is already prefixed by the group's name, so a subgroup's
         # id lands under its own key and never meets the world's.
         self._comm = Comm.from_store(store, rank, size, key="ringo/unique_id")
+        self._store = store  # monitored_barrier meets through it
+        self._serves = [torch.device("cpu")] + ([torch.device("cuda")] if self._comm.device >= 0 else [])
+        self._monitored = 0  # monitored_barrier calls so far: each has its own keys
         self._n = size
         self._me = rank
         self._worker = Worker(f"ringo-pg-{rank}/{size}")
@@ -107,6 +111,13 @@ class ProcessGroupRingo(dist.ProcessGroup):
 
     def _get_backend(self, device):
         return self
+
+    # The devices the group serves. torch reads them where a CPU backend is required (monitored_barrier,
+    # distributed checkpoint's async_save) and to place object collectives. A Python group registers
+    # no C++ backend, so torch's own answer would be none.
+    @property
+    def _device_types(self):
+        return list(self._serves)
 
     # torch names a group after creating it. ProcessGroup's C++ getter reads the name from a
     # registered C++ backend, and a Python group has none, so the name is kept here as well.
@@ -354,6 +365,12 @@ class ProcessGroupRingo(dist.ProcessGroup):
             self._cuda.synchronize()
             self._comm.all_reduce_ptr(ptr(one), ptr(one), 1, _lib.DTYPES["uint8"], _lib.OPS["sum"])
         return self._submit(run, [one], opts)
+
+    def monitored_barrier(self, timeout, wait_all_ranks=False):
+        """dist.monitored_barrier (torch 2.12 and later: before, torch lets gloo groups alone call it):
+        rank 0 names the ranks that did not arrive within timeout (monitored.py)."""
+        self._monitored += 1
+        _monitored_barrier(self._store, self._me, self._n, self._monitored, timeout, wait_all_ranks)
 
     # --- point to point and all-to-all ---------------------------------------------------------------
     def _check_root(self, peer, what="root"):
