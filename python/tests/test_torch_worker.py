@@ -45,6 +45,25 @@ def test_a_held_batch_keeps_calls_off_the_callers_thread_until_released(worker):
     assert worker.run_here(lambda: None) is None
 
 
+def test_a_future_callback_may_issue_work_on_the_group_and_wait_for_it():
+    # DDP's PowerSGD hook does both; run on the worker's own thread, or with the inner future left to the
+    # thread running the callback, a wait would never return (the worker is then left behind, not joined).
+    worker = Worker("test-worker-callbacks")
+    gate, ran, waited = threading.Event(), [], threading.Event()
+    first = worker.submit(lambda: (gate.wait(10), ran.append("first")), ["a"])
+
+    def callback(fut):
+        worker.submit(lambda: ran.append("inner"), ["b"]).wait()
+        assert worker.submit(lambda: ran.append("inner future"), ["c"]).get_future().wait() == ["c"]
+        waited.set()
+        return fut.value()
+    chained = first.get_future().then(callback)  # registered before the work is done
+    gate.set()
+    assert waited.wait(10), "the callback's waits did not return"
+    assert chained.wait() == ["a"] and ran == ["first", "inner", "inner future"]
+    worker.stop()
+
+
 def test_work_submitted_while_a_blocking_call_runs_waits_for_it(worker):
     started, release, order = threading.Event(), threading.Event(), []
 

@@ -22,6 +22,7 @@ class RingoWork(Work):
     _done = True
     _error = None
     _base = _fut = None
+    _future_asked_by = None  # the thread that asked for the future
     _lock = contextlib.nullcontext()  # nothing changes any more, nothing to guard
 
     def __init__(self, outputs):
@@ -41,13 +42,13 @@ class RingoWork(Work):
         return self._outputs
 
     def _finish(self, error):
+        """Marks the work done; returns the future to complete (its callbacks run where it is), or None."""
         with self._lock:
             self._error = error
             self._done = True
             base = self._base
         self._latch.release()
-        if base is not None:
-            base.set_result(None)
+        return base
 
     def wait(self, timeout=None):
         if not self._done:
@@ -60,6 +61,7 @@ class RingoWork(Work):
     def get_future(self):
         with self._lock:
             if self._fut is None:
+                self._future_asked_by = threading.current_thread()
                 self._base = Future()
                 self._fut = self._base.then(self._result)
                 if self._done:
@@ -105,7 +107,15 @@ class Worker:
     same message rather than blocking."""
 
     def __init__(self, name):
+        self._name = name
         self._q = queue.SimpleQueue()
+        # Futures are completed, and their callbacks run, on a thread of their own, one at a time in
+        # the order the work ran (the same on every rank): a callback may issue collectives on this
+        # group and wait for them, which on this worker's thread would wait for work queued behind
+        # itself. A future asked for on that thread (DDP's PowerSGD hook waits for one inside its
+        # callbacks) is completed by this worker instead, or it would wait for itself.
+        self._completions = None
+        self._completer = None
         self._state = threading.Lock()  # guards _pending
         self._pending = 0  # submitted and not finished, and batches held (hold)
         self._running = threading.Lock()  # held while a function runs: one ringo call at a time
@@ -167,7 +177,24 @@ class Worker:
 
     def _run(self, fn, work):
         self._running.acquire()
-        work._finish(self._call(fn))
+        base = work._finish(self._call(fn))
+        if base is None:
+            return
+        if work._future_asked_by is self._completer:
+            base.set_result(None)
+            return
+        if self._completer is None:
+            self._completions = queue.SimpleQueue()
+            self._completer = threading.Thread(target=self._complete_loop, name=f"{self._name}-futures", daemon=True)
+            self._completer.start()
+        self._completions.put(base)
+
+    def _complete_loop(self):
+        while True:
+            future = self._completions.get()
+            if future is None:
+                return
+            future.set_result(None)
 
     def _loop(self):
         while True:
@@ -182,3 +209,7 @@ class Worker:
             self._q.put(None)
             if threading.current_thread() is not self._thread:
                 self._thread.join()
+        if self._completer is not None and self._completer.is_alive():
+            self._completions.put(None)
+            if threading.current_thread() is not self._completer:
+                self._completer.join()

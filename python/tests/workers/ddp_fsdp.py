@@ -1,7 +1,9 @@
 # ddp_fsdp.py — torchrun worker: one model trained 50 steps under DistributedDataParallel with
 # backend "ringo" and again with "gloo" (a gloo group of the same ranks, same process); losses
 # must agree to 1e-4 relative and the ringo-trained parameters be bit-identical across ranks.
-# Then (2 ranks) fully_shard for a few steps must match the DDP run. Exits 1 on any mismatch.
+# Then DDP's comm hooks (fp16 compression, PowerSGD, whose callbacks issue and wait for collectives)
+# and Join over uneven inputs, each against gloo; then (2 ranks) fully_shard for a few steps must
+# match the DDP run. Exits 1 on any mismatch.
 # device "cuda": model and data on the rank's GPU (LOCAL_RANK modulo the GPUs seen).
 # Run: python -m torch.distributed.run --standalone --nproc-per-node 2 ddp_fsdp.py [steps] [fsdp_steps] [device]
 import os
@@ -45,6 +47,39 @@ def rel(a, b):
     return max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(a, b))
 
 
+def hooks_and_join(me, gloo, data, dev):
+    """DDP with each comm hook, and under Join with rank r stopping after 4 + r steps, on ringo and on
+    gloo: the losses must agree."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    from torch.distributed.algorithms.join import Join
+
+    def powersgd(group):
+        return powerSGD_hook.PowerSGDState(process_group=group, matrix_approximation_rank=2, start_powerSGD_iter=2)
+    setups = {"fp16 hook": lambda group: (None, default_hooks.fp16_compress_hook),
+              "PowerSGD hook": lambda group: (powersgd(group), powerSGD_hook.powerSGD_hook)}
+    failures = []
+    for name, setup in setups.items():
+        losses = []
+        for group in (None, gloo):
+            # One bucket: a hook's callbacks issue collectives from another thread than autograd's, and
+            # with several buckets in flight the two threads' calls could interleave differently on
+            # each rank (with any backend but nccl, whose callbacks run on the caller's thread).
+            model = DDP(make_model(dev), process_group=group)
+            model.register_comm_hook(*setup(group))
+            losses.append(train(model, data[:10]))
+        if rel(*losses) > 1e-4:
+            failures.append(f"DDP with the {name}: ringo vs gloo differ by {rel(*losses):.2e} relative")
+    losses = []
+    for group in (None, gloo):
+        model = DDP(make_model(dev), process_group=group, bucket_cap_mb=0.01)
+        with Join([model]):
+            losses.append(train(model, data[:4 + me]))
+    if rel(*losses) > 1e-4:
+        failures.append(f"DDP under Join: ringo vs gloo differ by {rel(*losses):.2e} relative")
+    print(f"hooks rank {me}: fp16, PowerSGD and Join checked, {len(failures)} failed", flush=True)
+    return failures
+
+
 def main():
     dev = torch.device("cpu")
     if DEVICE == "cuda":
@@ -69,6 +104,7 @@ def main():
         failures.append("DDP parameters trained over ringo differ between ranks")
     print(f"ddp rank {me}: {STEPS} steps on {dev.type}, loss {ringo_losses[0]:.6f} -> {ringo_losses[-1]:.6f}, "
           f"ringo vs gloo max rel {worst:.2e}", flush=True)
+    failures += hooks_and_join(me, gloo, data, dev)
     if FSDP_STEPS and n == 2:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
