@@ -1,6 +1,6 @@
 # monitored.py — dist.monitored_barrier for backend "ringo": a barrier through the group's store that
 # names the ranks that did not reach it in time, as gloo's does (a debugging aid for a hung job).
-# Tested by python/tests/workers/monitored.py through test_torch.py.
+# Tested by python/tests/workers/trainer_tools.py through test_torch.py.
 from datetime import timedelta
 import time
 

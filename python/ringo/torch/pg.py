@@ -401,22 +401,34 @@ class ProcessGroupRingo(dist.ProcessGroup):
             if self._p2p is not None and self._p2p.device != device:
                 self._start_p2p()
             if self._p2p is None:
-                self._p2p = P2PBatch(device, self._start_p2p)
-                self._worker.hold()  # no call may run on the caller's thread ahead of the batch
+                self._open_p2p(device)
             batch = self._p2p
             batch.sends.extend(sends)
             batch.recvs.extend(recvs)
         return P2PWork(batch, tensors)
 
-    def _start_p2p(self, batch=None):
-        """Starts the open batch (if batch is given, only if it is that one) as one ringo group, so that its
-        sends and receives progress together; its one Work covers them all."""
+    def _open_p2p(self, device):
+        """Opens a batch (under _p2p_lock); no call may run on the caller's thread ahead of it."""
+        self._p2p = P2PBatch(device, self._start_p2p)
+        self._worker.hold()
+
+    def _close_p2p(self, batch=None):
+        """The open batch, closed (if batch is given, only if it is that one), or None."""
         with self._p2p_lock:
             open_batch = self._p2p
             if open_batch is None or (batch is not None and batch is not open_batch):
-                return
+                return None
             self._p2p = None
             self._worker.release()
+            return open_batch
+
+    def _start_p2p(self, batch=None):
+        """Starts the open batch (if batch is given, only if it is that one) as one ringo group, so that its
+        sends and receives progress together; its one Work covers them all."""
+        with self._p2p_lock:  # held until its work is set: another thread's started() waits for it
+            open_batch = self._close_p2p(batch)
+            if open_batch is None:
+                return
             sends, recvs = open_batch.sends, open_batch.recvs
             try:
                 if not sends and not recvs:  # torch brackets an abort with these too, after the worker has stopped
@@ -432,8 +444,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._start_p2p()
         self._last_work = None
         with self._p2p_lock:
-            self._p2p = P2PBatch(device, self._start_p2p)
-            self._worker.hold()
+            self._open_p2p(device)
 
     def _end_coalescing(self, device):
         """The Work of everything called since _start_coalescing: the batch's sends and receives start
@@ -521,12 +532,10 @@ class ProcessGroupRingo(dist.ProcessGroup):
     def abort(self):
         """Ends a collective blocked on a dead or stuck peer, then frees the communicator."""
         self._comm.abort()
-        with self._p2p_lock:
-            batch, self._p2p = self._p2p, None
+        batch = self._close_p2p()
         if batch is not None:
             batch.work = done_work([], Error(_lib.INVALID_USAGE, "ringo backend: the group was aborted before "
                                              "these sends and receives started"))
-            self._worker.release()
         self._worker.stop()
 
     def __repr__(self):

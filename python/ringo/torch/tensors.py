@@ -77,7 +77,7 @@ def _premul_factor(reduce_op):
     """PREMUL_SUM's factor: torch 2.12 and later show it as .factor; before, only its pickled state holds it."""
     if hasattr(reduce_op, "factor"):
         return reduce_op.factor
-    state = reduce_op.__getstate__() if hasattr(reduce_op, "__getstate__") else None
+    state = getattr(reduce_op, "__getstate__", lambda: None)()
     if isinstance(state, tuple) and len(state) == 2 and state[1] is not None:
         return state[1]
     raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: ReduceOp PREMUL_SUM without a factor ringo can read "
