@@ -650,6 +650,29 @@ TEST(P2PDeadPeer, NonNeighbourExitsBeforeFirstContact) {
   }, DeadPeerOptions());
 }
 
+TEST(P2PDeadPeer, ErrorPassedOnAlongTheRingSaysWhereOnce) {
+  // Rank 0's receive from rank 2 times out and poisons its links. Rank 1, later, receives from
+  // rank 0, and rank 2, later still, from rank 1: each is told rank 0's error, passed on over the
+  // link. A rank that added its own "[in ringoRecv ...]" to a message that already has one would
+  // grow it by a bracket per rank it travels through.
+  Options o = DeadPeerOptions();
+  o.ringo_timeout_s = 1;
+  ringo_test::RunForked(3, [](Team& t) {
+    if (!Exchange(t, Shifts(1000), false, "a first exchange")) return;  // the links exist, as in a job
+    const int me = t.ranks[0];
+    std::vector<int32_t> buf(4096, 0);
+    usleep(static_cast<useconds_t>(1500000 * me));  // rank 0 times out at 1 s, before ranks 1 and 2 call
+    const ringoResult_t res = ringoRecv(buf.data(), buf.size(), ringoInt32, (me + 2) % 3, t.comms[0], nullptr);
+    const std::string msg = ringoGetLastError(t.comms[0]);
+    EXPECT_NE(res, ringoSuccess) << "nobody sends";
+    EXPECT_TRUE(Contains(msg, "rank 0 timed out")) << "rank " << me << ": " << msg;
+    const size_t first = msg.find("[in ringo");
+    EXPECT_TRUE(first == std::string::npos || msg.find("[in ringo", first + 1) == std::string::npos)
+        << "rank " << me << ": " << msg;
+    t.shared->Barrier(10);  // alive while the others read it: a rank that exited is told apart
+  }, o);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Deferred init: ringoCommInitRank inside a group returns a handle at once; ringoGroupEnd makes the
 // communicators, concurrently, so one thread can create every rank.

@@ -85,6 +85,18 @@ ringoResult_t ringo_annotate(ringoResult_t res, const char* fmt, ...) {
   return res;
 }
 
+ringoResult_t ringo_say_where(ringoResult_t res, const char* fmt, ...) {
+  if (strstr(thread_error, " [in ringo") != NULL) return res;
+  char where[RINGO_MSG_BYTES];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(where, sizeof where, fmt, ap);
+  va_end(ap);
+  char what[RINGO_MSG_BYTES];
+  memcpy(what, thread_error, sizeof what);
+  return ringo_annotate(res, "%s [in %s]", what, where);
+}
+
 const char* ringo_thread_last_error(void) { return thread_error; }
 void ringo_thread_clear_error(void) { thread_error[0] = '\0'; }
 

@@ -34,6 +34,10 @@ ringoResult_t ringo_fail(ringoResult_t res, const char* fmt, ...) __attribute__(
 /* Rewrites the message of an error already reported (to add where it happened), logging the new
  * text at INFO only: an error is warned about once, where it starts. */
 ringoResult_t ringo_annotate(ringoResult_t res, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends " [in <where>]" (where: the call and the point in it, e.g. "ringoRecv #3 from rank 1")
+ * to the message of an error already reported, unless it already says where: an error passed on
+ * by a peer names the call it started in, and each rank it travels through would add one more. */
+ringoResult_t ringo_say_where(ringoResult_t res, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 const char* ringo_thread_last_error(void);
 void ringo_thread_clear_error(void);
 

@@ -175,14 +175,11 @@ int ringo_gather_fits(const struct ringo_op* op) {
 }
 
 /* Adds to the message of an error which collective this rank was in and where (`where`: its step
- * or round), so a log line tells which rank waited on whom. An error passed on by a neighbour
- * already says where it started: said once. */
+ * or round), so a log line tells which rank waited on whom; said once (ringo_say_where). */
 static ringoResult_t failed_at(const struct ringo_op* op, ringoResult_t res, const char* where) {
-  char what[768], fp[160];
-  snprintf(what, sizeof what, "%s", ringo_thread_last_error());
-  if (strstr(what, " [in ringo") != NULL) return res;
+  char fp[160];
   ringo_op_describe(op, fp, sizeof fp);
-  return ringo_annotate(res, "%s [in %s, %s]", what, fp, where);
+  return ringo_say_where(res, "%s, %s", fp, where);
 }
 
 static ringoResult_t gather_failed(const struct ringo_op* op, ringoResult_t res, int round) {

@@ -218,9 +218,9 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, co
       for (int moved = 1; moved && !t->finished;) {
         ringoResult_t res = t->self_recv ? self_step(comm, t, ph, &moved) : task_step(comm, t, ph, left == 1, &moved);
         if (res != ringoSuccess)
-          return ringo_annotate(res, "%s [in %s #%llu %s rank %d, at byte %zu of %zu]", ringo_thread_last_error(),
-                                ringo_p2p_name(t->op), (unsigned long long)t->seq,
-                                t->op->kind == RINGO_KIND_SEND ? "to" : "from", t->op->peer, t->done, t->bytes);
+          return ringo_say_where(res, "%s #%llu %s rank %d, at byte %zu of %zu", ringo_p2p_name(t->op),
+                                 (unsigned long long)t->seq, t->op->kind == RINGO_KIND_SEND ? "to" : "from",
+                                 t->op->peer, t->done, t->bytes);
         progressed |= moved;
         if (ph && moved && (t->op->kind == RINGO_KIND_RECV || t->self_recv)) report_received(tasks, n, ph, &reported);
       }
