@@ -98,6 +98,22 @@ def test_coalescing_returns_the_work_of_everything_called_inside(group):
     assert group._end_coalescing(cpu).is_completed()
 
 
+def test_outside_coalescing_the_group_keeps_no_call_s_tensors(group):
+    # FSDP frees an all-gather's output once it is used: a reference the group kept until its next
+    # call would hold one unsharded parameter group in memory for as long.
+    import time
+    import weakref
+
+    out = torch.empty(1 << 16)
+    group.allgather_into_tensor_coalesced([out], [torch.ones(1 << 16)]).wait()
+    gone = weakref.ref(out)
+    del out
+    deadline = time.monotonic() + 5  # the worker lets go of the call just after finishing its Work
+    while gone() is not None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert gone() is None, "the group still holds the tensors of a finished call"
+
+
 def test_abort_fails_the_open_batch_by_name(group):
     sub = dist.new_group([0])
     recv = dist.irecv(torch.empty(2), 0, group=sub)

@@ -92,7 +92,10 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._cuda = CudaCalls(self._comm, self._worker)
         self._p2p = None  # the P2PBatch collecting sends and receives, or None
         self._p2p_lock = threading.RLock()  # guards _p2p; starting a batch calls _submit, which may start one
-        self._last_work = None  # the Work _submit made last: all before it are done when it is (one order)
+        # Between _start_coalescing and _end_coalescing, the Work _submit made last: all before it are
+        # done when it is (one order). None outside, so no call's tensors outlive their Work.
+        self._last_work = None
+        self._coalescing = False
         if _fastcall is not None:
             # An instance attribute wins over the method: dist.all_reduce calls the C object,
             # which hands every call but its own blocking one to the method, bound here.
@@ -157,7 +160,8 @@ class ProcessGroupRingo(dist.ProcessGroup):
             work = self._worker.submit(fn, outputs, blocking=opts is not None and not getattr(opts, "asyncOp", True))
         else:
             work = self._cuda.submit(fn, outputs, tensors, device)
-        self._last_work = work
+        if self._coalescing:
+            self._last_work = work
         return work
 
     # --- all-reduce family ------------------------------------------------------------------------
@@ -442,7 +446,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
     # --- batch_isend_irecv and _coalescing_manager bracket a batch of calls with these two -------------
     def _start_coalescing(self, device):
         self._start_p2p()
-        self._last_work = None
+        self._last_work, self._coalescing = None, True
         with self._p2p_lock:
             self._open_p2p(device)
 
@@ -450,7 +454,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         """The Work of everything called since _start_coalescing: the batch's sends and receives start
         as one ringo group, and the group runs its calls in order, so the last one covers them all."""
         self._start_p2p()
-        work, self._last_work = self._last_work, None
+        work, self._last_work, self._coalescing = self._last_work, None, False
         return work if work is not None else done_work([])
 
     def recv_anysource(self, tensors, tag=0):

@@ -195,6 +195,7 @@ class Worker:
             if future is None:
                 return
             future.set_result(None)
+            future = None  # and its callbacks' captures with it, until the next completion
 
     def _loop(self):
         while True:
@@ -202,6 +203,7 @@ class Worker:
             if item is None:
                 return
             self._run(*item)
+            item = None  # else the last call's tensors live on until the next call arrives
 
     def stop(self):
         """Lets queued work finish, then ends the thread."""
