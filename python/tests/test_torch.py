@@ -1,7 +1,8 @@
 # test_torch.py — the torch.distributed backend "ringo" under real PyTorch on this machine:
 # every collective on every shared dtype (torchrun N = 2 and 4), DDP against gloo, FSDP2 against
-# DDP, pipeline parallelism against gloo, distributed checkpoint and monitored_barrier, and a rank
-# killed mid-training.
+# DDP, pipeline parallelism against gloo, functional collectives, DTensor, tensor parallelism, FSDP1 and
+# object collectives against gloo, distributed checkpoint and monitored_barrier, and a rank killed
+# mid-training.
 # Run: pytest python/tests/test_torch.py (needs torch).
 import re
 
@@ -48,6 +49,15 @@ def test_pipeline_parallel_1f1b_matches_gloo():
     proc = torchrun("pipeline.py", 2)
     assert proc.returncode == 0, _report(proc)
     assert len(re.findall(r"pipeline rank \d: 3 steps, 0 failed", proc.stdout)) == 2, _report(proc)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_functional_dtensor_tensor_parallel_fsdp1_and_objects_match_gloo(n):
+    # Bit for bit at N = 2; at 3, gloo adds floating-point sums in another order (1e-5).
+    proc = torchrun("parallelism.py", n)
+    assert proc.returncode == 0, _report(proc)
+    counts = re.findall(r"parallelism rank \d: (\d+) checks, 0 failed", proc.stdout)
+    assert len(counts) == n and all(int(c) >= 6 for c in counts), _report(proc)
 
 
 def test_checkpoint_and_monitored_barrier(tmp_path):

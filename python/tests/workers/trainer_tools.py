@@ -13,15 +13,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
 import ringo.torch  # noqa: F401 - registers "ringo"
-
-checks, failures = 0, []
-
-
-def expect(what, ok):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(what)
+from checks import expect, report
 
 
 def checkpoint(me, folder):
@@ -61,10 +53,7 @@ def main():
     monitored(me)
     dist.barrier()
     dist.destroy_process_group()
-    print(f"tools rank {me}: {checks} checks, {len(failures)} failed", flush=True)
-    for f in failures:
-        print(f"  rank {me} FAIL {f}", flush=True)
-    sys.exit(1 if failures else 0)
+    sys.exit(report("tools", me))
 
 
 if __name__ == "__main__":
