@@ -83,11 +83,13 @@ RINGO_API ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUn
  *         devlist names devices and this build has no CUDA; errors of ringoCommInitRank. */
 RINGO_API ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist);
 
-/** Frees a communicator once its work is done.
- * @return ringoSuccess; ringoInvalidArgument if comm is NULL. */
+/** Frees a communicator once its work is done: a call another thread is running on it finishes first.
+ * @return ringoSuccess; ringoInvalidArgument if comm is NULL; ringoInvalidUsage (nothing freed) while
+ * this thread's open group holds calls on comm, which ringoGroupEnd would run. */
 RINGO_API ringoResult_t ringoCommDestroy(ringoComm_t comm);
 
-/** Marks comm aborted (a collective blocked in another thread returns soon after) and frees it.
+/** Marks comm aborted (a collective blocked in another thread returns soon after) and frees it; calls
+ * on comm queued in this thread's open group are dropped.
  * @return ringoSuccess; ringoInvalidArgument if comm is NULL. */
 RINGO_API ringoResult_t ringoCommAbort(ringoComm_t comm);
 
@@ -115,9 +117,10 @@ RINGO_API const char* ringoGetErrorString(ringoResult_t result);
 /** Human message for the last failure on comm (or, with comm NULL, of this thread). Never NULL. */
 RINGO_API const char* ringoGetLastError(ringoComm_t comm);
 
-/** recvbuff[i] = op over ranks of sendbuff[i], i < count, on every rank.
+/** recvbuff[i] = op over ranks of sendbuff[i], i < count, on every rank. In place when
+ * recvbuff == sendbuff; buffers that otherwise share bytes are refused (every collective).
  * @return ringoSuccess; ringoInvalidArgument (bad comm, dtype, op, NULL buffer with count > 0,
- *         count overflow); ringoInvalidUsage (comm in error); ringoRemoteError; ringoTimeout. */
+ *         count overflow, overlap); ringoInvalidUsage (comm in error); ringoRemoteError; ringoTimeout. */
 RINGO_API ringoResult_t ringoAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        ringoDataType_t datatype, ringoRedOp_t op, ringoComm_t comm,
                                        ringoStream_t stream);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -184,6 +185,62 @@ TEST(Abort, FreesAGoodCommunicator) {
   });
 }
 
+// Destroy refuses while this thread's open group holds calls on the communicator (they would run on
+// freed memory at ringoGroupEnd); abort drops them. Both leave the group usable.
+TEST(Destroy, RefusedWhileTheOpenGroupHoldsItsCallsAndAbortDropsThem) {
+  ringo_test::RunProcesses(1, [](int, const ringoUniqueId& id, Shared&) {
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoCommInitRank(&comm, 1, id, 0), ringoSuccess) << ringoGetLastError(nullptr);
+    float x[4] = {1, 2, 3, 4};
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    ASSERT_EQ(ringoAllReduce(x, x, 4, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess);
+    EXPECT_EQ(ringoCommDestroy(comm), ringoInvalidUsage);
+    EXPECT_NE(std::string(ringoGetLastError(comm)).find("ringoGroupEnd"), std::string::npos) << ringoGetLastError(comm);
+    EXPECT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(comm);
+    EXPECT_EQ(x[3], 4.0f);
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    ASSERT_EQ(ringoAllReduce(x, x, 4, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess);
+    EXPECT_EQ(ringoCommAbort(comm), ringoSuccess);
+    EXPECT_EQ(ringoGroupEnd(), ringoSuccess) << "the aborted communicator's call was dropped, not run";
+  });
+}
+
+TEST(Destroy, AbortDropsAQueuedInit) {
+  ringo_test::RunProcesses(1, [](int, const ringoUniqueId& id, Shared&) {
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    ASSERT_EQ(ringoCommInitRank(&comm, 1, id, 0), ringoSuccess) << ringoGetLastError(nullptr);
+    EXPECT_EQ(ringoCommDestroy(comm), ringoInvalidUsage);
+    EXPECT_EQ(ringoCommAbort(comm), ringoSuccess);
+    EXPECT_EQ(ringoGroupEnd(), ringoSuccess);
+  });
+}
+
+// Destroy while another thread is inside a collective on the communicator waits for that call.
+TEST(Destroy, WaitsForACallInAnotherThread) {
+  ringo_test::RunProcesses(2, [](int rank, const ringoUniqueId& id, Shared&) {
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoCommInitRank(&comm, 2, id, rank), ringoSuccess) << ringoGetLastError(nullptr);
+    std::vector<float> x(1000, static_cast<float>(rank + 1));
+    ringoResult_t res = ringoInternalError;
+    if (rank == 1) {
+      usleep(1500000);  // rank 0's call waits for this one
+      res = ringoAllReduce(x.data(), x.data(), x.size(), ringoFloat32, ringoSum, comm, nullptr);
+    } else {
+      std::thread caller([&] { res = ringoAllReduce(x.data(), x.data(), x.size(), ringoFloat32, ringoSum, comm, nullptr); });
+      usleep(300000);  // the caller is blocked in the all-reduce by now
+      EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+      caller.join();
+      comm = nullptr;
+    }
+    EXPECT_EQ(res, ringoSuccess);
+    EXPECT_EQ(x[999], 3.0f);
+    if (comm) {
+      EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    }
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Queries.
 
@@ -275,6 +332,12 @@ std::vector<BadCall> BadCalls() {
       {"Reduce root -1", [=](C c, int, float* s, float* r) { return ringoReduce(s, r, 4, f32, ringoSum, -1, c, nullptr); }},
       {"Reduce root N", [=](C c, int n, float* s, float* r) { return ringoReduce(s, r, 4, f32, ringoSum, n, c, nullptr); }},
       {"Reduce count SIZE_MAX", [=](C c, int, float* s, float* r) { return ringoReduce(s, r, huge, f32, ringoSum, 0, c, nullptr); }},
+      // Buffers that share bytes without being the in-place layout (on any rank).
+      {"AllReduce recvbuff one element past sendbuff", [=](C c, int, float* s, float*) { return ringoAllReduce(s, s + 1, 4, f32, ringoSum, c, nullptr); }},
+      {"AllReduce recvbuff one element before sendbuff", [=](C c, int, float* s, float*) { return ringoAllReduce(s + 1, s, 3, f32, ringoSum, c, nullptr); }},
+      {"ReduceScatter recvbuff at an odd element of sendbuff", [=](C c, int, float* s, float*) { return ringoReduceScatter(s, s + 1, 2, f32, ringoSum, c, nullptr); }},
+      {"ReduceScatter recvbuff straddling sendbuff's start", [=](C c, int, float*, float* r) { return ringoReduceScatter(r + 1, r, 2, f32, ringoSum, c, nullptr); }},
+      {"AllGather sendbuff at an odd element of recvbuff", [=](C c, int, float*, float* r) { return ringoAllGather(r + 1, r, 2, f32, c, nullptr); }},
   };
 }
 
@@ -317,6 +380,12 @@ TEST(InvalidArguments, RootOnlyBuffers) {
     EXPECT_EQ(ringoReduce(x, nullptr, 4, ringoFloat32, ringoSum, 0, team.comms[0], nullptr), ringoInvalidArgument)
         << "Reduce with a NULL recvbuff on the root";
     EXPECT_GT(strlen(ringoGetLastError(team.comms[0])), 0u);
+    EXPECT_EQ(ringoBroadcast(x, x + 1, 3, ringoFloat32, 0, team.comms[0], nullptr), ringoInvalidArgument)
+        << "Broadcast on the root with overlapping buffers";
+    EXPECT_EQ(ringoReduce(x + 1, x, 3, ringoFloat32, ringoSum, 0, team.comms[0], nullptr), ringoInvalidArgument)
+        << "Reduce on the root with overlapping buffers";
+    EXPECT_NE(std::string(ringoGetLastError(team.comms[0])).find("overlap"), std::string::npos)
+        << ringoGetLastError(team.comms[0]);
     ExpectAllReduceWorks(team, "root-only NULL buffers");
   });
 }

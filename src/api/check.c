@@ -8,6 +8,28 @@
 #include "device/device.h"
 #include "engine/p2p.h"
 
+/* A send and receive buffer that share bytes are either the collective's in-place layout (NCCL's:
+ * the same address, or this rank's block of the larger one) or wrong: the ring would overwrite input
+ * it has yet to read, and return a result off in some elements only. */
+static ringoResult_t check_overlap(const struct ringo_op* op, const char* name) {
+  const size_t esize = ringo_type_size(op->type), n = (size_t)op->comm->nranks, me = (size_t)op->comm->rank;
+  size_t in_bytes = op->count * esize, out_bytes = in_bytes;
+  uintptr_t in = (uintptr_t)op->sendbuff, out = (uintptr_t)op->recvbuff, in_place = out;
+  if (op->coll == RINGO_COLL_ALLGATHER) {
+    out_bytes *= n;
+    in_place = out + me * in_bytes;
+  } else if (op->coll == RINGO_COLL_REDUCESCATTER) {
+    in_bytes *= n;
+    in_place = out - me * out_bytes; /* recvbuff is block `me` of sendbuff */
+  }
+  if (in == in_place || in + in_bytes <= out || out + out_bytes <= in) return ringoSuccess;
+  return ringo_fail(ringoInvalidArgument, "%s: sendbuff (%zu bytes) and recvbuff (%zu bytes) overlap, and not in "
+                    "place (%s)", name, in_bytes, out_bytes,
+                    op->coll == RINGO_COLL_ALLGATHER       ? "sendbuff == recvbuff + rank * sendcount elements"
+                    : op->coll == RINGO_COLL_REDUCESCATTER ? "recvbuff == sendbuff + rank * recvcount elements"
+                                                           : "sendbuff == recvbuff");
+}
+
 /* Everything a call can get wrong is caught here, before any byte moves, so a rejected call
  * leaves the communicator usable. */
 static ringoResult_t check_coll(struct ringo_op* op, int grouped) {
@@ -33,6 +55,10 @@ static ringoResult_t check_coll(struct ringo_op* op, int grouped) {
     return ringo_fail(ringoInvalidArgument, "%s: sendbuff is NULL with count %zu", name, op->count);
   if (op->count > 0 && writes && !op->recvbuff)
     return ringo_fail(ringoInvalidArgument, "%s: recvbuff is NULL with count %zu", name, op->count);
+  if (op->count > 0 && reads && writes) {
+    ringoResult_t res = check_overlap(op, name);
+    if (res != ringoSuccess) return res;
+  }
   /* Device memory goes to the CUDA path, host memory to the host ring; one call cannot mix them. */
   const int dev_in = reads && ringo_device_is_device_ptr(op->sendbuff);
   const int dev_out = writes && ringo_device_is_device_ptr(op->recvbuff);

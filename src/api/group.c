@@ -162,6 +162,22 @@ ringoResult_t ringo_group_submit_init(ringoComm_t comm, const ringoUniqueId* id)
   return ringoSuccess;
 }
 
+size_t ringo_group_queued_on(ringoComm_t comm, int forget) {
+  size_t found = 0, kept = 0;
+  for (size_t i = 0; i < nqueued; i++) {
+    if (queued[i].comm == comm) found++;
+    else if (forget) queued[kept++] = queued[i];
+  }
+  if (forget) nqueued = kept;
+  kept = 0;
+  for (size_t i = 0; i < ninits; i++) {
+    if (inits[i].comm == comm) found++;
+    else if (forget) inits[kept++] = inits[i];
+  }
+  if (forget) ninits = kept;
+  return found;
+}
+
 ringoResult_t ringoGroupStart(void) {
   group_depth++;
   return ringoSuccess;

@@ -14,5 +14,8 @@ ringoResult_t ringo_group_submit(struct ringo_op op);
 /* ringoCommInitRank's init of comm over id: queued inside a group (made at ringoGroupEnd), else
  * made now. */
 ringoResult_t ringo_group_submit_init(ringoComm_t comm, const ringoUniqueId* id);
+/* How many calls on comm (inits included) this thread's open group holds; with forget, they are
+ * dropped as well (an abort frees comm before ringoGroupEnd could run them). */
+size_t ringo_group_queued_on(ringoComm_t comm, int forget);
 
 #endif /* RINGO_API_GROUP_H_ */

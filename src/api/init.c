@@ -103,14 +103,30 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
   return res;
 }
 
+/* Calls in other threads still running on comm (a blocked one ends with the abort flag, or at its
+ * peers or RINGO_TIMEOUT): they must leave before the memory they use goes away. */
+static void wait_for_calls(ringoComm_t comm) {
+  const struct ringo_wait_policy policy = {.timeout_s = 1e30, .sleep_ns = 1000000L, .net = RINGO_WAIT_NET_NONE};
+  struct ringo_waiter w;
+  ringo_waiter_start(&w, &policy, ringo_now());
+  while (atomic_load(&comm->inflight) > 0) ringo_waiter_sleep(&w, ringo_now());
+}
+
 ringoResult_t ringoCommDestroy(ringoComm_t comm) {
   if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommDestroy: comm is NULL");
+  const size_t queued = ringo_group_queued_on(comm, 0);
+  if (queued > 0)
+    return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "ringoCommDestroy: this thread's open group holds "
+                                              "%zu call%s on rank %d's communicator; ringoGroupEnd runs them, "
+                                              "ringoCommAbort drops them", queued, queued > 1 ? "s" : "", comm->rank));
+  wait_for_calls(comm);
   ringo_lifecycle_free(comm);
   return ringoSuccess;
 }
 
 ringoResult_t ringoCommAbort(ringoComm_t comm) {
   if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommAbort: comm is NULL");
+  ringo_group_queued_on(comm, 1); /* never to run: comm is freed below */
   /* Before anything is freed: the peers stuck in a collective on this rank learn it from the
    * poisoned links at once, while this process still lives (NCCL's abort contract). Poisoned before
    * the flag is raised, so this reason, not the one a call of ours the flag ends, is what they read. */
@@ -119,12 +135,7 @@ ringoResult_t ringoCommAbort(ringoComm_t comm) {
   ringo_thread_clear_error(); /* the abort itself succeeds */
   atomic_store(&comm->abort_flag, 1);
   ringo_device_abort(comm);
-  /* A collective in another thread notices the flag within one sleep of its wait loop; it must
-   * leave before the memory it uses goes away. */
-  const struct ringo_wait_policy policy = {.timeout_s = 1e30, .sleep_ns = 1000000L, .net = RINGO_WAIT_NET_NONE};
-  struct ringo_waiter w;
-  ringo_waiter_start(&w, &policy, ringo_now());
-  while (atomic_load(&comm->inflight) > 0) ringo_waiter_sleep(&w, ringo_now());
+  wait_for_calls(comm); /* a collective in another thread notices the flag within one sleep of its wait loop */
   ringo_lifecycle_free(comm);
   return ringoSuccess;
 }
