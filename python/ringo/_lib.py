@@ -13,6 +13,9 @@ SUCCESS, UNHANDLED_CUDA, SYSTEM, INTERNAL, INVALID_ARGUMENT, INVALID_USAGE, REMO
 # ringoDataType_t by NumPy/torch name. bfloat16 has no NumPy type: the caller names it.
 DTYPES = {"int8": 0, "uint8": 1, "int32": 2, "uint32": 3, "int64": 4, "uint64": 5,
           "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9}
+# Bytes per element of each.
+DTYPE_BYTES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8,
+               "float16": 2, "float32": 4, "float64": 8, "bfloat16": 2}
 # ringoRedOp_t.
 OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
 

@@ -3,7 +3,9 @@
 # Tested by python/tests/test_comm.py (pytest; forks N ranks on this host).
 import contextlib
 import ctypes
+import numbers
 import os
+import threading
 
 import numpy as np
 
@@ -53,12 +55,39 @@ def unique_id():
 
 def _dtype_code(arr, dtype):
     """ringoDataType_t for arr: dtype names it when NumPy cannot (bfloat16 travels as uint16 or as
-    ml_dtypes.bfloat16), else arr.dtype's name decides."""
+    ml_dtypes.bfloat16), else arr.dtype's name decides. ringo reads the bytes as this machine's
+    numbers, so a byte-swapped array, or a dtype of another element size, is refused."""
     name = dtype if dtype is not None else np.dtype(arr.dtype).name
     if name not in _lib.DTYPES:
         raise Error(_lib.INVALID_ARGUMENT, f"dtype {name} is not one ringo reduces "
                     f"(it has {', '.join(_lib.DTYPES)})")
+    if not arr.dtype.isnative:
+        raise Error(_lib.INVALID_ARGUMENT, f"array of {arr.dtype.str} is not in this machine's byte order "
+                    "(use arr.astype(arr.dtype.newbyteorder('=')))")
+    if arr.dtype.itemsize != _lib.DTYPE_BYTES[name]:
+        raise Error(_lib.INVALID_ARGUMENT, f"dtype {name} has {_lib.DTYPE_BYTES[name]}-byte elements, the array "
+                    f"{arr.dtype.itemsize}-byte ones ({arr.dtype})")
     return _lib.DTYPES[name]
+
+
+def _pair(call, send, recv, dtype):
+    """ringoDataType_t of a call on send and recv, which must be arrays of one dtype: ringo converts
+    nothing, and counts elements of the send array's type in both."""
+    for what, a in (("send", send), ("recv", recv)):
+        if not isinstance(a, np.ndarray):
+            raise Error(_lib.INVALID_ARGUMENT, f"{call}: {what} must be a numpy.ndarray, got {type(a).__name__}")
+    if send.dtype != recv.dtype:
+        raise Error(_lib.INVALID_ARGUMENT, f"{call}: send is {send.dtype} but recv is {recv.dtype} "
+                    "(ringo converts nothing)")
+    return _dtype_code(send, dtype)
+
+
+def _c_int(value, what):
+    """value for a C int argument: a whole number that fits, not a float cut down or a big int
+    wrapped round by ctypes."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not -2**31 <= value < 2**31:
+        raise Error(_lib.INVALID_ARGUMENT, f"{what} must be an int in [-2**31, 2**31), got {value!r}")
+    return int(value)
 
 
 def _op_code(op):
@@ -77,6 +106,9 @@ def _ptr(arr, writable):
         raise Error(_lib.INVALID_ARGUMENT, "array is not C-contiguous (use numpy.ascontiguousarray)")
     if writable and not arr.flags.writeable:
         raise Error(_lib.INVALID_ARGUMENT, "output array is read-only")
+    held = getattr(_in_group, "arrays", None)
+    if held is not None:  # read or written at ringoGroupEnd: kept alive until then
+        held.append(arr)
     return arr.ctypes.data if arr.size else None
 
 
@@ -92,6 +124,10 @@ class Comm:
 
     def __init__(self, nranks, uid, rank, _handle=None):
         if _handle is None:
+            if not isinstance(uid, (bytes, bytearray)):
+                raise Error(_lib.INVALID_ARGUMENT, f"unique id must be bytes (ringo.unique_id()), got "
+                            f"{type(uid).__name__}")
+            nranks, rank = _c_int(nranks, "nranks"), _c_int(rank, "rank")
             if len(uid) != _lib.UNIQUE_ID_BYTES:
                 raise Error(_lib.INVALID_ARGUMENT, f"unique id must be {_lib.UNIQUE_ID_BYTES} bytes, got {len(uid)}")
             cid = _lib.UniqueId()
@@ -186,9 +222,11 @@ class Comm:
         return {"bytes_sent": s.bytesSent, "bytes_received": s.bytesReceived, "collectives": s.collectives}
 
     def destroy(self):
+        """Frees the communicator once a call another thread runs on it has finished. Refused, and the
+        communicator kept, inside a ringo.group() that holds calls on it."""
         if self._h is not None:
-            h, self._h = self._h, None
-            check(_lib_.ringoCommDestroy(h), call="ringoCommDestroy")
+            check(_lib_.ringoCommDestroy(self._h), self._h, "ringoCommDestroy")
+            self._h = None
 
     def abort(self):
         """Ends work blocked on this communicator in another thread, and frees it."""
@@ -250,53 +288,58 @@ class Comm:
     def all_reduce(self, send, recv=None, op="sum", dtype=None):
         """recv = op over ranks of send; in place when recv is None or send. Returns recv."""
         recv = send if recv is None else recv
+        dt = _pair("all_reduce", send, recv, dtype)
         _same_shape(send.size, recv.size, "all_reduce: recv")
-        self.all_reduce_ptr(_ptr(send, False), _ptr(recv, True), send.size, _dtype_code(send, dtype), _op_code(op))
+        self.all_reduce_ptr(_ptr(send, False), _ptr(recv, True), send.size, dt, _op_code(op))
         return recv
 
     def reduce_scatter(self, send, recv=None, op="sum", dtype=None):
         """recv = op over ranks of this rank's 1/N of send. recv None: in place, the result is the
         view send[rank*k:(rank+1)*k] of the flat array, returned."""
         n = self.size
+        dt = _pair("reduce_scatter", send, send if recv is None else recv, dtype)
         if send.size % n:
             raise Error(_lib.INVALID_ARGUMENT, f"reduce_scatter: send has {send.size} elements, not a multiple of {n} ranks")
         k = send.size // n
         if recv is None:
             recv = send.reshape(-1)[self.rank * k:(self.rank + 1) * k]
         _same_shape(k, recv.size, "reduce_scatter: recv")
-        self.reduce_scatter_ptr(_ptr(send, False), _ptr(recv, True), k, _dtype_code(send, dtype), _op_code(op))
+        self.reduce_scatter_ptr(_ptr(send, False), _ptr(recv, True), k, dt, _op_code(op))
         return recv
 
     def all_gather(self, send, recv=None, dtype=None):
         """recv = every rank's send, in rank order (a new array of N*send.size when recv is None).
         In place when send is the view recv[rank*k:(rank+1)*k]. Returns recv."""
-        if recv is None:
+        if recv is None and isinstance(send, np.ndarray):
             recv = np.empty(send.size * self.size, dtype=send.dtype)
+        dt = _pair("all_gather", send, recv, dtype)
         _same_shape(send.size * self.size, recv.size, "all_gather: recv")
-        self.all_gather_ptr(_ptr(send, False), _ptr(recv, True), send.size, _dtype_code(send, dtype))
+        self.all_gather_ptr(_ptr(send, False), _ptr(recv, True), send.size, dt)
         return recv
 
     def broadcast(self, send, recv=None, root=0, dtype=None):
         """recv = root's send on every rank; in place when recv is None. Returns recv."""
         recv = send if recv is None else recv
+        dt = _pair("broadcast", send, recv, dtype)
         _same_shape(send.size, recv.size, "broadcast: recv")
-        self.broadcast_ptr(_ptr(send, False), _ptr(recv, True), recv.size, _dtype_code(recv, dtype), root)
+        self.broadcast_ptr(_ptr(send, False), _ptr(recv, True), recv.size, dt, _c_int(root, "broadcast: root"))
         return recv
 
     def reduce(self, send, recv=None, op="sum", root=0, dtype=None):
         """recv on root = op over ranks of send (recv untouched elsewhere); in place when recv is None."""
         recv = send if recv is None else recv
+        dt = _pair("reduce", send, recv, dtype)
         _same_shape(send.size, recv.size, "reduce: recv")
-        self.reduce_ptr(_ptr(send, False), _ptr(recv, True), send.size, _dtype_code(send, dtype), _op_code(op), root)
+        self.reduce_ptr(_ptr(send, False), _ptr(recv, True), send.size, dt, _op_code(op), _c_int(root, "reduce: root"))
         return recv
 
     def send(self, arr, peer, dtype=None):
         """Sends arr to peer, which calls recv with as many elements of the same dtype."""
-        self.send_ptr(_ptr(arr, False), arr.size, _dtype_code(arr, dtype), peer)
+        self.send_ptr(_ptr(arr, False), arr.size, _dtype_code(arr, dtype), _c_int(peer, "send: peer"))
 
     def recv(self, arr, peer, dtype=None):
         """Receives into arr from peer. Returns arr."""
-        self.recv_ptr(_ptr(arr, True), arr.size, _dtype_code(arr, dtype), peer)
+        self.recv_ptr(_ptr(arr, True), arr.size, _dtype_code(arr, dtype), _c_int(peer, "recv: peer"))
         return arr
 
 
@@ -305,12 +348,23 @@ def _same_shape(want, got, what):
         raise Error(_lib.INVALID_ARGUMENT, f"{what} has {got} elements, expected {want}")
 
 
+_in_group = threading.local()  # .arrays: what this thread's open group's calls point into, or None
+
+
 @contextlib.contextmanager
 def group():
     """ringoGroupStart/End around the block: the sends and receives (and collectives) this thread
-    issues inside progress together at the end, so an exchange written as a loop completes."""
+    issues inside progress together at the end, so an exchange written as a loop completes. The
+    arrays they are given are kept alive until then (comm.send(x * 2, peer) makes a temporary)."""
     check(_lib_.ringoGroupStart(), call="ringoGroupStart")
+    outermost = getattr(_in_group, "arrays", None) is None
+    if outermost:
+        _in_group.arrays = []
     try:
         yield
     finally:
-        check(_lib_.ringoGroupEnd(), call="ringoGroupEnd")
+        try:
+            check(_lib_.ringoGroupEnd(), call="ringoGroupEnd")
+        finally:
+            if outermost:
+                _in_group.arrays = None

@@ -1,0 +1,112 @@
+# test_comm_errors.py — bad input to ringo.Comm gets a ringo.Error and loses nothing: mismatched or
+# byte-swapped dtypes, ints ctypes would wrap, overlapping buffers, things that are not arrays, arrays
+# a group must keep alive, destroy inside a group; after each refusal a correct call still works.
+# Run: pytest python/tests/test_comm_errors.py (needs libringo.so: make lib).
+import gc
+
+import numpy as np
+import pytest
+
+import ringo
+from ranks import run_ranks
+
+INVALID_ARGUMENT, INVALID_USAGE = 4, 5
+
+
+def _bad_calls(comm):
+    """(what, call) pairs every rank makes alike; each must be refused before anything moves."""
+    n = comm.size
+    f4, i1 = np.ones(8 * n, np.float32), np.zeros(8 * n, np.int8)
+    x = np.arange(8 * n, dtype=np.float64)
+    return [
+        ("all_reduce float32 into int8", lambda: comm.all_reduce(f4, i1)),
+        ("all_reduce float32 into int32", lambda: comm.all_reduce(f4, np.zeros(8 * n, np.int32))),
+        ("reduce_scatter float64 into float32", lambda: comm.reduce_scatter(x, np.zeros(8, np.float32))),
+        ("all_gather int32 into int8", lambda: comm.all_gather(np.ones(8, np.int32), i1)),
+        ("broadcast int8 into int64", lambda: comm.broadcast(np.ones(4, np.int8), np.zeros(4, np.int64))),
+        ("reduce float32 into float64", lambda: comm.reduce(f4, np.zeros(8 * n))),
+        ("dtype bfloat16 on float32", lambda: comm.all_reduce(f4.copy(), dtype="bfloat16")),
+        ("dtype float64 on int8", lambda: comm.all_reduce(i1.copy(), dtype="float64")),
+        ("big-endian int32", lambda: comm.all_reduce(np.ones(4, ">i4"))),
+        ("big-endian float64", lambda: comm.broadcast(np.ones(4, ">f8"))),
+        ("root 2**32 + 1", lambda: comm.broadcast(f4.copy(), root=2**32 + 1)),
+        ("root None", lambda: comm.reduce(f4.copy(), root=None)),
+        ("root 0.5", lambda: comm.broadcast(f4.copy(), root=0.5)),
+        ("peer 2**32 + 1", lambda: comm.send(f4, 2**32 + 1)),
+        ("all_reduce of a list", lambda: comm.all_reduce([1.0, 2.0])),
+        ("reduce_scatter of a float", lambda: comm.reduce_scatter(3.0)),
+        ("all_gather of bytes", lambda: comm.all_gather(b"ab")),
+        ("broadcast of a memoryview", lambda: comm.broadcast(memoryview(b"abcd"))),
+        ("all_reduce recv one element past send", lambda: comm.all_reduce(x[:-1], x[1:])),
+        ("reduce_scatter recv at an odd element of send", lambda: comm.reduce_scatter(x[:2 * n], x[1:3])),
+        ("all_gather send at an odd element of recv", lambda: comm.all_gather(x[1:3], x[:2 * n])),
+    ]
+
+
+def _refusals(comm):
+    """What each bad call raised, and whether a correct all-reduce worked right after it."""
+    out = []
+    for what, call in _bad_calls(comm):
+        try:
+            call()
+            raised = None
+        except ringo.Error as e:
+            raised = (e.code, e.message)
+        except Exception as e:  # noqa: BLE001 - anything but ringo.Error is a failure of the test
+            raised = (type(e).__name__, str(e))
+        ok = comm.all_reduce(np.ones(4, np.float32)).tolist() == [float(comm.size)] * 4
+        out.append((what, raised, ok))
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_bad_calls_are_ringo_errors_and_the_comm_stays_usable(n):
+    for rank_results in run_ranks(_refusals, n):
+        for what, raised, ok in rank_results:
+            assert raised is not None and raised[0] == INVALID_ARGUMENT, f"{what}: {raised}"
+            assert ok, f"{what}: the all-reduce after it failed"
+
+
+def _group_temporaries(comm):
+    """Two sends of temporaries, a receive into one nobody keeps and one into `got`, inside a group,
+    then other arrays of the same size made where the temporaries were: the group must have kept them."""
+    n, me, k = comm.size, comm.rank, 1 << 16
+    got = np.empty(k)
+    with ringo.group():
+        comm.send(np.arange(k) * 2.0 + me, (me + 1) % n)
+        comm.send(np.arange(k) * 3.0 + me, (me + 1) % n)
+        comm.recv(np.empty(k), (me - 1) % n)  # discarded
+        comm.recv(got, (me - 1) % n)
+        gc.collect()
+        junk = [np.full(k, -1.0) for _ in range(8)]
+    del junk
+    return bool(np.array_equal(got, np.arange(k) * 3.0 + (me - 1) % n))
+
+
+def test_a_group_keeps_the_arrays_it_was_given_alive():
+    assert all(run_ranks(_group_temporaries, 2))
+
+
+def _destroy_in_group(comm):
+    x = np.ones(4, np.float32)
+    with ringo.group():
+        comm.all_reduce(x)
+        with pytest.raises(ringo.Error) as e:
+            comm.destroy()
+    refused = e.value.code == INVALID_USAGE and "ringoGroupEnd" in e.value.message
+    return refused, comm.all_reduce(np.ones(2, np.float32)).tolist()
+
+
+def test_destroy_is_refused_while_the_open_group_holds_the_comms_calls():
+    [(refused, after)] = run_ranks(_destroy_in_group, 1)
+    assert refused and after == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("nranks, uid, rank", [(1, None, 0), (1, "x" * 128, 0), (2**32 + 1, "id", 0),
+                                               (1, "id", 2**32), (1.5, "id", 0), (1, "id", 0.2)])
+def test_constructor_arguments_are_checked_before_ctypes_sees_them(nranks, uid, rank):
+    # With a real id, 2**32 + 1 ranks would wrap round to a working one-rank communicator.
+    uid = ringo.unique_id() if uid == "id" else uid
+    with pytest.raises(ringo.Error) as e:
+        ringo.Comm(nranks, uid, rank)
+    assert e.value.code == INVALID_ARGUMENT
