@@ -1,5 +1,6 @@
 // test_model.cc — checks src/model.c against the seed's worked example (4.0 GB, 1.75, 7.0 GB, 35 ms; at
-// N = 64 ~1.97, ~7.9 GB vs 252 GB at a naive root), the latency term, the crossover and the units.
+// N = 64 ~1.97, ~7.9 GB vs 252 GB at a naive root), the latency term, the crossover and the units; and
+// what the ringo-model tool refuses.
 // Run: make test (or build/test/test_model).
 #include <gtest/gtest.h>
 
@@ -7,6 +8,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "tool_run.h"
 
 extern "C" {
 #include "sched/model.h"
@@ -177,6 +180,18 @@ TEST(Model, RejectsWhatItCannotRead) {
   EXPECT_EQ(ringo_model_parse_dtype("float128", &e), ringoInvalidArgument);
   EXPECT_EQ(v, 123);  // untouched on error
   EXPECT_EQ(e, 7u);
+}
+
+// The tool refuses what it cannot model rather than cut it: 2.5 ranks are not 2, and a bandwidth of 0
+// is not "no bandwidth given".
+TEST(ModelTool, RefusesFractionalRanksAndAZeroBandwidth) {
+  for (const char* args : {"-b 1MB -N 2.5", "-b 1MB -N 0", "-b 1MB -N x", "-b 1MB -B 0", "-b 0"}) {
+    const ringo_test::ToolRun r = ringo_test::RunTool("ringo-model", args);
+    EXPECT_EQ(r.status, 2) << args << ":\n" << r.out;
+  }
+  const ringo_test::ToolRun ok = ringo_test::RunTool("ringo-model", "-b 1MB -N 4 -B 1GB/s");
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  EXPECT_NE(ok.out.find("N = 4 ranks"), std::string::npos) << ok.out;
 }
 
 }  // namespace

@@ -29,6 +29,13 @@ static void check(ringoResult_t res) {
   exit(2);
 }
 
+/* --nranks as a whole number; 0 (refused) for anything else, "2.5" included, which atoi would cut to 2. */
+static int whole_ranks(const char* text) {
+  char* end = NULL;
+  const long v = strtol(text, &end, 10);
+  return end != text && *end == '\0' && v > 0 && v <= 1 << 20 ? (int)v : 0;
+}
+
 static void print_sweep(const struct ringo_model_input* in) {
   char d[32];
   ringo_model_format_bytes(in->bytes, d, sizeof d);
@@ -59,16 +66,20 @@ int main(int argc, char** argv) {
       case 'p': check(ringo_model_parse_count(optarg, &in.params)); break;
       case 'd': check(ringo_model_parse_dtype(optarg, &in.elem_bytes)); in.dtype = optarg; break;
       case 'b': check(ringo_model_parse_bytes(optarg, &in.bytes)); break;
-      case 'N': in.nranks = atoi(optarg); break;
-      case 'B': check(ringo_model_parse_rate(optarg, &in.bw)); break;
+      case 'N': in.nranks = whole_ranks(optarg); break;
+      case 'B':
+        check(ringo_model_parse_rate(optarg, &in.bw));
+        if (in.bw == 0) in.bw = -1; /* refused below: a rate of 0 is not "no rate given" */
+        break;
       case 'l': check(ringo_model_parse_seconds(optarg, &in.latency)); break;
       case 's': sweep = 1; break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
   }
-  if (optind < argc || in.nranks < 1 || (in.params <= 0 && in.bytes <= 0)) {
-    fprintf(stderr, "ringo-model: give --params (with --dtype) or --bytes, and --nranks >= 1\n");
+  if (optind < argc || in.nranks < 1 || (in.params <= 0 && in.bytes <= 0) || in.bw < 0) {
+    fprintf(stderr, "ringo-model: give --params (with --dtype) or --bytes, --nranks >= 1 (a whole number) and a "
+            "--bw above 0\n");
     usage(stderr);
     return 2;
   }

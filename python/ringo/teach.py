@@ -3,14 +3,15 @@
 # printout back; model() evaluates the seed's cost model that tools/ringo-model prints.
 # Tested by python/tests/test_teach.py, which checks both against the tools' own output.
 import dataclasses
+import math
+import numbers
 import os
 import pathlib
 import re
 import shutil
 import subprocess
 
-_ELEM_BYTES = {"int8": 1, "uint8": 1, "float16": 2, "bfloat16": 2, "int32": 4, "uint32": 4,
-               "float32": 4, "int64": 8, "uint64": 8, "float64": 8}
+from . import _lib
 
 
 def tool(name):
@@ -128,17 +129,37 @@ def parse_trace(text, n, count=None):
     return Trace(n, count, chunks, schedule, start, steps, sent, text)
 
 
+def _whole(value, what, low, high=None):
+    """value as an int when it is a whole number in [low, high]; ValueError naming what otherwise (a
+    float such as 2.5 is not silently cut to 2)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or \
+            (high is not None and value > high):
+        span = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{what} must be a whole number {span}, got {value!r}")
+    return int(value)
+
+
+def _amount(value, what, positive=False):
+    """value as a float when it is finite and >= 0 (> 0 with positive); ValueError naming what."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0 or \
+            (positive and value == 0):
+        raise ValueError(f"{what} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+    return float(value)
+
+
 def trace(n, count=None):
     """The ring all-reduce of n ranks (2..32) step by step, from the library's own schedule: who
     sends which chunk to whom, the partial sums every rank holds after each step. With count, also
     each chunk's elements and the elements each rank sent (the 2(N-1)/N law)."""
-    args = [tool("ringo-trace"), "-n", str(int(n))]
+    n = _whole(n, "ringo.trace: n", 2, 32)
+    args = [tool("ringo-trace"), "-n", str(n)]
     if count is not None:
-        args += ["-c", str(int(count))]
+        count = _whole(count, "ringo.trace: count", 0, 2**63 - 1)
+        args += ["-c", str(count)]
     out = subprocess.run(args, capture_output=True, text=True)
     if out.returncode != 0:
         raise ValueError(f"ringo.trace: {out.stderr.strip()}")
-    return parse_trace(out.stdout, int(n), count)
+    return parse_trace(out.stdout, n, count)
 
 
 @dataclasses.dataclass
@@ -161,12 +182,13 @@ def model(params=None, dtype="float32", bytes=None, nranks=8, bw=None, latency=N
     factor 2(N-1)/N, time = factor*D/bw + 2(N-1)*latency, D* = N*latency*bw."""
     if (params is None) == (bytes is None):
         raise ValueError("ringo.model: give params (with dtype) or bytes")
-    if dtype not in _ELEM_BYTES:
+    if not isinstance(dtype, str) or dtype not in _lib.DTYPE_BYTES:
         raise ValueError(f"ringo.model: unknown dtype {dtype}")
-    n = int(nranks)
-    if n < 1:
-        raise ValueError("ringo.model: nranks must be >= 1")
-    d = float(bytes) if bytes is not None else float(params) * _ELEM_BYTES[dtype]
+    n = _whole(nranks, "ringo.model: nranks", 1)
+    d = _amount(bytes, "ringo.model: bytes", positive=True) if bytes is not None else \
+        _amount(params, "ringo.model: params", positive=True) * _lib.DTYPE_BYTES[dtype]
+    bw = _amount(bw, "ringo.model: bw (bytes/s)", positive=True) if bw is not None else None
+    latency = _amount(latency, "ringo.model: latency (s)") if latency is not None else None
     factor = 2.0 * (n - 1) / n
     t_bw = factor * d / bw if bw else None
     t_lat = 2 * (n - 1) * latency if latency is not None else None

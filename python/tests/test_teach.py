@@ -35,9 +35,20 @@ def test_trace_is_the_seed_ring(n):
         assert abs(sent - 2 * (n - 1) * (10 * n + 1) / n) <= 2 * (n - 1)
 
 
-def test_trace_rejects_what_the_tool_rejects():
-    with pytest.raises(ValueError, match="ringo-trace"):
-        ringo.trace(1)
+@pytest.mark.parametrize("n, count", [(1, None), (33, None), (2.5, None), (True, None), (4, -1), (4, 3.7),
+                                      (4, 2**63)])
+def test_trace_rejects_what_the_tool_rejects_or_would_cut(n, count):
+    with pytest.raises(ValueError, match=r"ringo\.trace: (n|count) must be a whole number"):
+        ringo.trace(n, count)
+
+
+@pytest.mark.parametrize("kwargs", [{"bytes": -5}, {"params": -1e6}, {"bytes": float("nan")}, {"bytes": 1e6, "bw": 0},
+                                    {"bytes": 1e6, "bw": -1}, {"bytes": 1e6, "latency": -1},
+                                    {"bytes": 1e6, "bw": float("inf")}, {"bytes": 1e6, "nranks": 2.5},
+                                    {"bytes": 1e6, "nranks": 0}, {"params": 10, "dtype": ["x"]}])
+def test_model_rejects_what_ringo_model_rejects(kwargs):
+    with pytest.raises(ValueError, match="ringo.model"):
+        ringo.model(**kwargs)
 
 
 def _printed(text, key):
