@@ -30,7 +30,7 @@ typedef struct {
 } AllReduce;
 
 static PyObject *s_asyncOp, *s_reduceOp, *s_op, *s_value, *s_dtype, *s_is_cpu, *s_is_contiguous,
-    *s_numel, *s_data_ptr, *s_pending, *s_running, *s_acquire, *s_release, *s_h;
+    *s_is_neg, *s_numel, *s_data_ptr, *s_pending, *s_running, *s_acquire, *s_release, *s_h;
 
 /* The attribute as a C long, or -1 with no exception left when it is not an int. */
 static long long_attr(PyObject *obj, PyObject *name)
@@ -185,8 +185,13 @@ static int try_fast(AllReduce *self, PyObject *tensors, PyObject *opts, int *rc,
     Py_XDECREF(contig);
     if (contig == NULL)
         PyErr_Clear();
+    PyObject *neg = PyObject_CallMethodNoArgs(t, s_is_neg); /* a negative view's memory holds minus its values */
+    int plain = neg == Py_False;
+    Py_XDECREF(neg);
+    if (neg == NULL)
+        PyErr_Clear();
     long long n = call_long(t, s_numel);
-    if (!is_contig || n < 0)
+    if (!is_contig || !plain || n < 0)
         return 0;
     void *p = NULL;
     if (n > 0) {
@@ -327,7 +332,7 @@ PyMODINIT_FUNC PyInit__fastcall(void)
 {
     struct { PyObject **slot; const char *name; } strs[] = {
         {&s_asyncOp, "asyncOp"}, {&s_reduceOp, "reduceOp"}, {&s_op, "op"}, {&s_value, "value"},
-        {&s_dtype, "dtype"}, {&s_is_cpu, "is_cpu"}, {&s_is_contiguous, "is_contiguous"}, {&s_numel, "numel"},
+        {&s_dtype, "dtype"}, {&s_is_cpu, "is_cpu"}, {&s_is_contiguous, "is_contiguous"}, {&s_is_neg, "is_neg"}, {&s_numel, "numel"},
         {&s_data_ptr, "data_ptr"}, {&s_pending, "_pending"}, {&s_running, "_running"}, {&s_acquire, "acquire"},
         {&s_release, "release"}, {&s_h, "_h"},
     };

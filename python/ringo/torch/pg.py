@@ -15,7 +15,8 @@ from ..comm import Comm, Error, check
 from .cuda_calls import CudaCalls
 from .monitored import monitored_barrier as _monitored_barrier
 from .p2p import P2PBatch, P2PWork
-from .tensors import DTYPE_CODES, PLAIN_OP_CODES, byte_view, call_device, check_device, op_name, ptr, reduce_view
+from .tensors import (DTYPE_CODES, PLAIN_OP_CODES, byte_view, call_device, check_device, check_outputs, op_name, ptr,
+                      reduce_view)
 from .worker import QUEUED, Worker, done_work
 
 try:  # built by `pip install ./python` when Python's headers are there (optional: see python/README.md)
@@ -31,8 +32,16 @@ def _contiguous(t):
 
 
 def _write_back(dst, src):
+    """The result into the caller's tensor, whatever autograd thinks of writing it from Python (a view
+    of a parameter, an inference tensor): the ring writes its memory directly, as gloo does."""
     if src is not dst:
-        dst.copy_(src)
+        with _unguarded():
+            dst.copy_(src)
+
+
+def _unguarded():
+    """Autograd off for a copy into the caller's memory; inference mode lets an inference tensor be written."""
+    return torch.inference_mode()
 
 
 def _scaled(t, factor):
@@ -44,7 +53,7 @@ def _splits(t, sizes, n, what):
     """Byte offsets of the n pieces of t along dim 0 (equal pieces when sizes is empty)."""
     rows = t.shape[0] if t.dim() else 1
     sizes = list(sizes) if sizes else [rows // n] * n
-    if len(sizes) != n or sum(sizes) != rows or (not any(sizes) and rows):
+    if len(sizes) != n or sum(sizes) != rows or (not any(sizes) and rows) or min(sizes) < 0:
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} splits {sizes} do not cut {rows} rows into {n}")
     row_bytes = (t.numel() // rows if rows else 0) * t.element_size()
     offs, at = [], 0
@@ -154,6 +163,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         inputs: tensors fn reads besides outputs (lists of tensors may nest one deep)."""
         tensors = _flat(outputs, inputs)
         device = call_device(tensors)
+        check_outputs(_flat(outputs))
         if self._p2p is not None:  # sends and receives called before this go first
             self._start_p2p()
         if device is None or device.type == "cpu":
@@ -168,7 +178,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
     def _reduce_in_place(self, t, op, factor, s=None):
         """All-reduce of one contiguous tensor in place (on the worker thread)."""
         if factor is not None:
-            t.copy_(_scaled(t, factor))
+            _write_back(t, _scaled(t, factor))
         v, dt = reduce_view(t, op, "tensor")
         self._comm.all_reduce_ptr(ptr(v), ptr(v), v.numel(), dt, _lib.OPS[op], s)
 
@@ -200,7 +210,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         t = tensors[0]
         dt = DTYPE_CODES.get(t.dtype)
         op = PLAIN_OP_CODES.get(opts.reduceOp.op.value)
-        if dt is None or op is None or not t.is_cpu or not t.is_contiguous():
+        if dt is None or op is None or not t.is_cpu or not t.is_contiguous() or t.is_neg():
             return None
         p = ptr(t)
         error = self._worker.run_here(self._comm.all_reduce_ptr, p, p, t.numel(), dt, op)
@@ -219,7 +229,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 self._reduce_in_place(flat, op, factor, s)
                 at = 0
                 for t in same:
-                    t.copy_(flat[at:at + t.numel()].view_as(t))
+                    _write_back(t, flat[at:at + t.numel()].view_as(t))
                     at += t.numel()
         return self._submit(run, tensors, opts)
 
@@ -317,7 +327,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 flat = torch.empty(inp.numel() * self._n, dtype=inp.dtype, device=inp.device)
                 self._gather_flat(flat, inp, s)
                 for r, o in enumerate(outs):
-                    o.copy_(flat[r * inp.numel():(r + 1) * inp.numel()].view_as(o))
+                    _write_back(o, flat[r * inp.numel():(r + 1) * inp.numel()].view_as(o))
         return self._submit(run, output_tensors, opts, input_tensors)
 
     def all_gather_single(self, output, input, opts=None):
@@ -505,9 +515,18 @@ class ProcessGroupRingo(dist.ProcessGroup):
                                 list(enumerate(output_tensors)), s)
         return self._submit(run, output_tensors, opts, input_tensors)
 
+    def _check_root_list(self, tensors, one, what):
+        """The root's list of a gather or scatter: one tensor per rank, each of one's size and dtype.
+        Checked before anything moves: a short list or a wrong size would leave a message unmatched."""
+        if len(tensors) != self._n or any(t.numel() != one.numel() or t.dtype != one.dtype for t in tensors):
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} needs one tensor per rank on the root, each "
+                        f"{one.numel()} elements of {one.dtype}; got {[(t.numel(), t.dtype) for t in tensors]}")
+
     def gather(self, output_tensors, input_tensors, opts=None):
         root = opts.rootRank
         self._check_root(root)
+        if self._me == root:
+            self._check_root_list(output_tensors[0], input_tensors[0], "gather")
 
         def run(s=None):
             inp = byte_view(_contiguous(input_tensors[0]), "input")
@@ -517,6 +536,8 @@ class ProcessGroupRingo(dist.ProcessGroup):
     def scatter(self, output_tensors, input_tensors, opts=None):
         root = opts.rootRank
         self._check_root(root)
+        if self._me == root:
+            self._check_root_list(input_tensors[0], output_tensors[0], "scatter")
 
         def run(s=None):
             sends = []

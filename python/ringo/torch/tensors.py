@@ -25,16 +25,38 @@ PLAIN_OP_CODES = {int(k.value): _lib.OPS[name] for k, name in OPS.items() if k !
 
 
 def check_device(t, what):
-    """CPU tensors go through ringo's host path, CUDA ones through its device path; nothing else."""
+    """CPU tensors go through ringo's host path, CUDA ones through its device path; nothing else. The
+    ring reads and writes their memory, so it must hold the values as they read: a dense layout, and
+    no lazy negative or conjugate view (whose memory holds minus, or the conjugate of, its values)."""
     if t.device.type not in ("cpu", "cuda"):
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is on {t.device}; this backend serves CPU "
                     "and CUDA tensors")
+    check_memory(t, what)
+
+
+def check_memory(t, what):
+    """A dense layout whose memory holds the values as they read (check_device's second half)."""
+    if t.layout != torch.strided:
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} has layout {t.layout}, which is not supported "
+                    "(dense tensors only: .to_dense() first)")
+    if t.is_neg() or t.is_conj():
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is a lazy {'negative' if t.is_neg() else 'conjugate'}"
+                    " view; call .resolve_neg() or .resolve_conj() first")
+
+
+def check_outputs(outputs):
+    """An output whose elements share memory (as after expand()) cannot hold one result per element."""
+    for t in outputs:
+        if t.numel() > 1 and torch._debug_has_internal_overlap(t) == 1:
+            raise Error(_lib.INVALID_ARGUMENT, "ringo backend: an output tensor's elements share memory (as after "
+                        "expand()); pass one that owns each element (.clone())")
 
 
 def call_device(tensors):
     """The one device every tensor of a call is on (torch.device), or None for a call with none."""
     device = None
     for t in tensors:
+        check_memory(t, "a tensor of the call")
         if device is None:
             device = t.device
         elif t.device != device:

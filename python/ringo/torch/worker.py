@@ -11,6 +11,9 @@ import threading
 from torch._C._distributed_c10d import Work
 from torch.futures import Future
 
+from .. import _lib
+from ..comm import Error
+
 
 class RingoWork(Work):
     """Work of one collective: wait() blocks until it ran and raises the ringo.Error it ended with;
@@ -51,9 +54,13 @@ class RingoWork(Work):
         return base
 
     def wait(self, timeout=None):
+        """True once the work is done; its error if it failed. With timeout (a timedelta, as torch
+        passes it; zero or none: no limit) a RuntimeError when it is not done by then, as gloo's."""
         if not self._done:
-            with self._latch:
-                pass
+            seconds = timeout.total_seconds() if timeout is not None else 0
+            if not self._latch.acquire(timeout=seconds if seconds > 0 else -1):
+                raise RuntimeError(f"ringo backend: Work.wait timed out after {seconds:g} s (the collective goes on)")
+            self._latch.release()
         if self._error is not None:
             raise self._error
         return True
@@ -118,12 +125,16 @@ class Worker:
         self._completer = None
         self._state = threading.Lock()  # guards _pending
         self._pending = 0  # submitted and not finished, and batches held (hold)
+        self._stopped = False  # stop() was called: nothing more runs
         self._running = threading.Lock()  # held while a function runs: one ringo call at a time
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, fn, outputs, blocking=False):
         """The work of fn: run here when blocking and nothing is queued, else queued in order."""
+        if self._stopped:  # its Work would wait for ever on a thread that has ended
+            raise Error(_lib.INVALID_USAGE, f"ringo backend: {self._name} was destroyed (destroy_process_group or "
+                        "abort); no more calls run on it")
         if blocking:
             error = self.run_here(fn)
             if error is not QUEUED:
@@ -207,6 +218,7 @@ class Worker:
 
     def stop(self):
         """Lets queued work finish, then ends the thread."""
+        self._stopped = True
         if self._thread.is_alive():
             self._q.put(None)
             if threading.current_thread() is not self._thread:
