@@ -102,6 +102,9 @@ struct shim_op {
 
 /* Checks op, then runs it now (outside a group) or queues it until ncclGroupEnd. */
 ncclResult_t shim_submit(const struct shim_op* op);
+/* How many calls on comm this thread's open group has recorded; with forget, they are dropped too
+ * (an abort frees comm's ringo communicator before ncclGroupEnd could run them). */
+size_t shim_group_recorded_on(const struct ncclComm* comm, int forget);
 /* Nonzero while this thread is inside ncclGroupStart/ncclGroupEnd. */
 int shim_in_group(void);
 

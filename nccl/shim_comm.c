@@ -195,9 +195,16 @@ NCCL_PROFILING_ALIAS(ncclCommFinalize);
  * failed init leaves a record without a ringo communicator: only the record is freed. */
 NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
+  const size_t recorded = shim_group_recorded_on(comm, 0);
+  if (recorded > 0) /* ncclGroupEnd would run them on a freed communicator */
+    return shim_fail(comm, ncclInvalidUsage, "ncclCommDestroy: this thread's open group holds %zu call%s on this "
+                     "communicator; ncclGroupEnd runs them, ncclCommAbort drops them", recorded,
+                     recorded > 1 ? "s" : "");
   comm_wait_init(comm); /* joins the init thread, also one that has finished */
   ringoComm_t rc = comm->rc;
-  const ncclResult_t res = rc ? shim_result(NULL, ringoCommDestroy(rc)) : ncclSuccess;
+  const ncclResult_t res = rc ? shim_result(comm, ringoCommDestroy(rc)) : ncclSuccess;
+  if (res != ncclSuccess) /* refused (an init queued in the open group): nothing freed */
+    return shim_fail(comm, res, "ncclCommDestroy: %s", ringoGetLastError(rc));
   comm_free(comm);
   return res;
 }
@@ -212,6 +219,7 @@ static struct ncclComm* aborted;
 
 NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
+  shim_group_recorded_on(comm, 1); /* never to run: its ringo communicator goes below */
   comm_wait_init(comm);
   ringoComm_t rc = comm->rc;
   comm->rc = NULL;

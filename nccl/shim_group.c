@@ -26,6 +26,20 @@ static ncclResult_t record(const struct shim_op* op) {
   return ncclSuccess;
 }
 
+size_t shim_group_recorded_on(const struct ncclComm* comm, int forget) {
+  size_t found = 0, kept = 0;
+  for (size_t i = 0; i < tl_nops; i++) {
+    if (tl_ops[i].comm != comm) {
+      if (forget) tl_ops[kept++] = tl_ops[i];
+      continue;
+    }
+    found++;
+    if (forget) free(tl_ops[i].scratch);
+  }
+  if (forget) tl_nops = kept;
+  return found;
+}
+
 /* Outside a group ringo runs the call before it returns (host memory), so its scratch copy may go. */
 ncclResult_t shim_submit(const struct shim_op* op) {
   ncclResult_t res = shim_check_op(op);

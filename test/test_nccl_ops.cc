@@ -215,6 +215,34 @@ TEST_F(Calls, GroupArgumentErrorsAtTheCall) {
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
+// Destroy inside a group that holds the communicator's calls is refused (ncclGroupEnd runs them),
+// abort drops them; neither frees what the group end then uses. Also for an init queued in the group.
+TEST_F(Calls, DestroyAndAbortInsideAGroupThatHoldsTheCommsCalls) {
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitAll(&comm, 1, nullptr), ncclSuccess);
+  float x[4] = {1, 2, 3, 4};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("ncclGroupEnd"), std::string::npos) << ncclGetLastError(comm);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(x[3], 4.0f);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << "the aborted communicator's call is dropped, not run";
+
+  const ncclUniqueId id = NewId();
+  ncclComm_t queued = nullptr;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRank(&queued, 1, id, 0), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(queued), ncclInvalidUsage) << "its init is still queued";
+  EXPECT_NE(std::string(ncclGetLastError(queued)).find("group"), std::string::npos) << ncclGetLastError(queued);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  ExpectWorks(queued, 0);
+  EXPECT_EQ(ncclCommDestroy(queued), ncclSuccess);
+}
+
 // ---- memory, registration, ids ----
 
 // Without a GPU ncclMemAlloc must fail cleanly with a message; with one it allocates and frees.
