@@ -176,6 +176,8 @@ TEST(Model, RejectsWhatItCannotRead) {
   EXPECT_EQ(ringo_model_parse_rate("-5GB/s", &v), ringoInvalidArgument);
   EXPECT_EQ(ringo_model_parse_seconds("5 parsecs", &v), ringoInvalidArgument);
   EXPECT_EQ(ringo_model_parse_bytes("inf", &v), ringoInvalidArgument);
+  EXPECT_EQ(ringo_model_parse_bytes("1e300P", &v), ringoInvalidArgument) << "finite, until the prefix";
+  EXPECT_EQ(ringo_model_parse_rate("1e300PB/s", &v), ringoInvalidArgument);
   EXPECT_EQ(ringo_model_parse_count(nullptr, &v), ringoInvalidArgument);
   EXPECT_EQ(ringo_model_parse_dtype("float128", &e), ringoInvalidArgument);
   EXPECT_EQ(v, 123);  // untouched on error

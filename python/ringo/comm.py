@@ -124,9 +124,11 @@ class Comm:
 
     def __init__(self, nranks, uid, rank, _handle=None):
         if _handle is None:
-            if not isinstance(uid, (bytes, bytearray)):
+            try:  # the id's 128 bytes, however they travelled (bytes, a NumPy array, a memoryview)
+                uid = bytes(memoryview(uid).cast("B"))
+            except TypeError:
                 raise Error(_lib.INVALID_ARGUMENT, f"unique id must be bytes (ringo.unique_id()), got "
-                            f"{type(uid).__name__}")
+                            f"{type(uid).__name__}") from None
             nranks, rank = _c_int(nranks, "nranks"), _c_int(rank, "rank")
             if len(uid) != _lib.UNIQUE_ID_BYTES:
                 raise Error(_lib.INVALID_ARGUMENT, f"unique id must be {_lib.UNIQUE_ID_BYTES} bytes, got {len(uid)}")

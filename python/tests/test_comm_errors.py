@@ -110,3 +110,15 @@ def test_constructor_arguments_are_checked_before_ctypes_sees_them(nranks, uid, 
     with pytest.raises(ringo.Error) as e:
         ringo.Comm(nranks, uid, rank)
     assert e.value.code == INVALID_ARGUMENT
+
+
+def _one_rank_sum(uid_as):
+    import ringo as r
+    uid = r.unique_id()
+    with r.Comm(1, uid_as(uid), 0) as comm:
+        return comm.all_reduce(np.ones(2, np.float32)).tolist()
+
+
+@pytest.mark.parametrize("uid_as", [bytes, bytearray, memoryview, lambda b: np.frombuffer(b, np.uint8)])
+def test_the_unique_id_may_travel_as_any_bytes_like_object(uid_as):
+    assert _one_rank_sum(uid_as) == [1.0, 1.0]

@@ -82,6 +82,7 @@ ringoResult_t ringo_model_parse_bytes(const char* text, double* bytes) {
   const double scale = size_prefix(&rest);
   if (strcmp(rest, "") != 0 && strcmp(rest, "B") != 0)
     return bad("a size", text, "bytes such as 4GB, 25MB, 64KiB or 4e9");
+  if (!isfinite(v * scale)) return bad("a size", text, "a finite number of bytes");
   *bytes = v * scale;
   return ringoSuccess;
 }
@@ -96,6 +97,7 @@ ringoResult_t ringo_model_parse_rate(const char* text, double* bytes_per_s) {
   if (strcmp(rest, "") == 0 || strcmp(rest, "B/s") == 0 || strcmp(rest, "/s") == 0) unit = 1.0;
   else if (strcmp(rest, "bit/s") == 0 || strcmp(rest, "b/s") == 0 || strcmp(rest, "bps") == 0) unit = 0.125;
   else return bad("a bandwidth", text, expected);
+  if (!isfinite(v * scale * unit)) return bad("a bandwidth", text, "a finite rate");
   *bytes_per_s = v * scale * unit;
   return ringoSuccess;
 }
@@ -122,7 +124,7 @@ ringoResult_t ringo_model_parse_count(const char* text, double* count) {
   double v;
   if (lead_number(text, &v, &rest))
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-      if (strcmp(rest, units[i].suffix) == 0) {
+      if (strcmp(rest, units[i].suffix) == 0 && isfinite(v * units[i].scale)) {
         *count = v * units[i].scale;
         return ringoSuccess;
       }

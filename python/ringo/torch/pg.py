@@ -34,19 +34,27 @@ def _contiguous(t):
 def _write_back(dst, src):
     """The result into the caller's tensor, whatever autograd thinks of writing it from Python (a view
     of a parameter, an inference tensor): the ring writes its memory directly, as gloo does."""
-    if src is not dst:
-        with _unguarded():
+    if src is dst:
+        return
+    if dst.is_inference():
+        with torch.inference_mode():
             dst.copy_(src)
-
-
-def _unguarded():
-    """Autograd off for a copy into the caller's memory; inference mode lets an inference tensor be written."""
-    return torch.inference_mode()
+    else:
+        dst.detach().copy_(src)  # the same memory and version counter, without autograd's objections
 
 
 def _scaled(t, factor):
     """PREMUL_SUM's input: t times factor (a Python number or a one-element tensor)."""
     return t * (factor.to(t.device, t.dtype) if isinstance(factor, torch.Tensor) else factor)
+
+
+def _apart(src, dst, in_place_at):
+    """src, or a copy of it where it shares bytes with dst without being the in-place layout (src at
+    in_place_at in dst's memory): ringo refuses such buffers, and gloo serves them (both contiguous)."""
+    a, na, b, nb = src.data_ptr(), src.numel() * src.element_size(), dst.data_ptr(), dst.numel() * dst.element_size()
+    if na == 0 or nb == 0 or a == in_place_at or a + na <= b or b + nb <= a:
+        return src
+    return src.clone()
 
 
 def _splits(t, sizes, n, what):
@@ -210,7 +218,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         t = tensors[0]
         dt = DTYPE_CODES.get(t.dtype)
         op = PLAIN_OP_CODES.get(opts.reduceOp.op.value)
-        if dt is None or op is None or not t.is_cpu or not t.is_contiguous() or t.is_neg():
+        if dt is None or op is None or t.layout != torch.strided or not t.is_cpu or not t.is_contiguous() or t.is_neg():
             return None
         p = ptr(t)
         error = self._worker.run_here(self._comm.all_reduce_ptr, p, p, t.numel(), dt, op)
@@ -255,6 +263,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         """out = op over ranks of this rank's piece of the flat input (on the worker thread)."""
         send = _scaled(flat, factor) if factor is not None else flat
         c = _contiguous(out)
+        send = _apart(send, c, c.data_ptr() - self._me * c.numel() * c.element_size())
         sv, dt = reduce_view(send, op, "input")
         rv, _ = reduce_view(c, op, "output")
         self._comm.reduce_scatter_ptr(ptr(sv), ptr(rv), rv.numel(), dt, _lib.OPS[op], s)
@@ -306,6 +315,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         """out (contiguous, n x inp's bytes) = every rank's inp in rank order (worker thread)."""
         src = byte_view(_contiguous(inp), "input")
         dst = byte_view(out, "output")
+        src = _apart(src, dst, dst.data_ptr() + self._me * src.numel())
         self._comm.all_gather_ptr(ptr(src), ptr(dst), src.numel(), _lib.DTYPES["uint8"], s)
 
     def _check_ag(self, out, inp, what):

@@ -57,7 +57,7 @@ class RingoWork(Work):
         """True once the work is done; its error if it failed. With timeout (a timedelta, as torch
         passes it; zero or none: no limit) a RuntimeError when it is not done by then, as gloo's."""
         if not self._done:
-            seconds = timeout.total_seconds() if timeout is not None else 0
+            seconds = min(timeout.total_seconds(), threading.TIMEOUT_MAX) if timeout is not None else 0
             if not self._latch.acquire(timeout=seconds if seconds > 0 else -1):
                 raise RuntimeError(f"ringo backend: Work.wait timed out after {seconds:g} s (the collective goes on)")
             self._latch.release()
@@ -133,17 +133,22 @@ class Worker:
     def submit(self, fn, outputs, blocking=False):
         """The work of fn: run here when blocking and nothing is queued, else queued in order."""
         if self._stopped:  # its Work would wait for ever on a thread that has ended
-            raise Error(_lib.INVALID_USAGE, f"ringo backend: {self._name} was destroyed (destroy_process_group or "
-                        "abort); no more calls run on it")
+            raise self._stopped_error()
         if blocking:
             error = self.run_here(fn)
             if error is not QUEUED:
                 return done_work(outputs, error)
         with self._state:
+            if self._stopped:  # stop() came between the look above and here
+                raise self._stopped_error()
             self._pending += 1
         work = RingoWork(outputs)
         self._q.put((fn, work))
         return work
+
+    def _stopped_error(self):
+        return Error(_lib.INVALID_USAGE, f"ringo backend: {self._name} was destroyed (destroy_process_group or "
+                     "abort); no more calls run on it")
 
     def hold(self):
         """Counts work the caller is still collecting (a batch of sends and receives) as pending, so
@@ -218,7 +223,8 @@ class Worker:
 
     def stop(self):
         """Lets queued work finish, then ends the thread."""
-        self._stopped = True
+        with self._state:
+            self._stopped = True
         if self._thread.is_alive():
             self._q.put(None)
             if threading.current_thread() is not self._thread:

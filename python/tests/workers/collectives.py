@@ -102,6 +102,22 @@ def movement(me, n, dtype, group=None):
         expect(f"broadcast root {root} {dtype}", t, data(root, count, dtype))
 
 
+def overlapping(me, n):
+    """Outputs that share memory with the input without being the in-place layout (the front of the
+    buffer, in place on rank 0 only): served through a copy of the input, as gloo serves them."""
+    k = 5
+    inp = data(me, n * k, torch.float32)
+    out = inp[:k]
+    dist.reduce_scatter_tensor(out, inp)
+    expect("reduce_scatter_tensor into the input's front", out,
+           reference(n, n * k, torch.float32, "sum")[me * k:(me + 1) * k])
+    buf = torch.zeros(n * k)
+    buf[:k] = data(me, k, torch.float32)
+    dist.all_gather_into_tensor(buf, buf[:k])
+    expect("all_gather_into_tensor from the output's front", buf,
+           torch.cat([data(r, k, torch.float32) for r in range(n)]))
+
+
 def unbatched_ring(me, n):
     """isend/irecv without batch_isend_irecv (as torch before 2.12 issues even that batch on our group):
     ring exchanges of messages larger than the links' FIFOs, sends first or receives first on every
@@ -232,6 +248,7 @@ def main():
     for dtype in DTYPES:
         reductions(me, n, dtype)
         movement(me, n, dtype)
+    overlapping(me, n)
     point_to_point(me, n)
     errors(me, n)
     if cuda:
