@@ -11,6 +11,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ringo.h"
@@ -271,10 +272,25 @@ struct CaseBufs {
   bool GuardsIntact() const { return a.GuardIntact() && b.GuardIntact(); }
 };
 
+// Calls f(std::integral_constant<size_t, S>) for an element size S of 1, 2, 4 or 8, so the loops
+// that copy or compare one element at a time do it with fixed-size loads, not a memcpy or memcmp
+// call per element (those calls were most of a large case's time, more under the sanitizers).
+template <class F>
+auto WithElementSize(size_t size, F f) {
+  switch (size) {
+    case 1: return f(std::integral_constant<size_t, 1>{});
+    case 2: return f(std::integral_constant<size_t, 2>{});
+    case 4: return f(std::integral_constant<size_t, 4>{});
+    default: return f(std::integral_constant<size_t, 8>{});
+  }
+}
+
 // Fills count elements with rank r's inputs for elements 0..count-1.
 template <class Pattern>
 void Fill(unsigned char* p, const Pattern& pat, int r, size_t count) {
-  for (size_t j = 0; j < count; j++) memcpy(p + j * pat.size(), pat.In(r, j), pat.size());
+  WithElementSize(pat.size(), [&](auto size) {
+    for (size_t j = 0; j < count; j++) memcpy(p + j * size, pat.In(r, j), size);
+  });
 }
 
 template <class Pattern>
@@ -320,14 +336,26 @@ inline void Append(std::string* err, const std::string& e) {
   if (!e.empty()) *err += (err->empty() ? "" : "; ") + e;
 }
 
+// Whether S bytes at a and b are equal, as one integer comparison.
+template <size_t S>
+bool SameBytes(const unsigned char* a, const unsigned char* b) {
+  using Word = std::conditional_t<S == 1, uint8_t, std::conditional_t<S == 2, uint16_t,
+                                  std::conditional_t<S == 4, uint32_t, uint64_t>>>;
+  Word x, y;
+  memcpy(&x, a, S);
+  memcpy(&y, b, S);
+  return x == y;
+}
+
 // Compares count elements of p with expect(j).
 template <class F>
 std::string Compare(const unsigned char* p, size_t count, ringoDataType_t t, const char* what, F expect) {
   const size_t sz = TypeSize(t);
   size_t wrong = 0, first = 0;
-  for (size_t j = 0; j < count; j++) {
-    if (memcmp(p + j * sz, expect(j), sz) != 0 && wrong++ == 0) first = j;
-  }
+  WithElementSize(sz, [&](auto size) {
+    for (size_t j = 0; j < count; j++)
+      if (!SameBytes<size>(p + j * size, expect(j)) && wrong++ == 0) first = j;
+  });
   if (wrong == 0) return "";
   std::ostringstream os;
   os << what << ": " << wrong << " of " << count << " elements wrong; first at " << first

@@ -265,6 +265,19 @@ bool RunRandom(Team& team, Runner& runner, ringoDataType_t t, ringoRedOp_t op, s
 constexpr size_t kLargePrime = 1000003;
 constexpr size_t kHuge = 16u * 1024 * 1024;
 
+// Under ThreadSanitizer every byte a copy moves costs several of shadow memory, and a race does not
+// depend on how many bytes move: there the large counts run for one type of each element size (every
+// op, both placements) and the huge count once, while every type still runs at the small counts.
+// The other stages run them all.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kLargeCountsForEveryType = false;
+#else
+constexpr bool kLargeCountsForEveryType = true;
+#endif
+bool RunsLargeCounts(ringoDataType_t t) {
+  return kLargeCountsForEveryType || t == ringoInt8 || t == ringoFloat16 || t == ringoFloat32 || t == ringoFloat64;
+}
+
 std::vector<size_t> Counts(int n, std::initializer_list<size_t> extra) {
   std::vector<size_t> out;
   for (size_t c : {size_t{0}, size_t{1}, static_cast<size_t>(n - 1), static_cast<size_t>(n),
@@ -283,7 +296,8 @@ void AllReduceScenario(Team& team) {
     for (ringoRedOp_t op : kAllOps)
       for (size_t count : Counts(n, {kLargePrime}))
         for (bool inplace : {false, true})
-          if (!runner.Run({Coll::kAllReduce, t, op, count, inplace, 0})) return;
+          if ((count != kLargePrime || RunsLargeCounts(t)) && !runner.Run({Coll::kAllReduce, t, op, count, inplace, 0}))
+            return;
   for (ringoDataType_t t : {ringoFloat16, ringoBfloat16, ringoFloat32, ringoFloat64})
     for (ringoRedOp_t op : kAllOps)
       for (size_t count : {static_cast<size_t>(n + 1), size_t{65537}})
@@ -291,7 +305,7 @@ void AllReduceScenario(Team& team) {
                        42 + static_cast<uint64_t>(op)))
           return;
   if (!runner.Run({Coll::kAllReduce, ringoFloat32, ringoSum, kHuge, false, 0})) return;
-  if (!runner.Run({Coll::kAllReduce, ringoInt32, ringoSum, kHuge, true, 0})) return;
+  if (kLargeCountsForEveryType && !runner.Run({Coll::kAllReduce, ringoInt32, ringoSum, kHuge, true, 0})) return;
   runner.CompareAcrossRanks();
 }
 
