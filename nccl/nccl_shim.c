@@ -152,17 +152,23 @@ NCCL_PROFILING_ALIAS(ncclCommGetUniqueId);
 /* ---- queries ---- */
 
 NCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
-  return shim_result(comm, ringoCommCount(shim_ringo(comm), count));
+  ringoComm_t rc;
+  const ncclResult_t res = shim_ready(comm, "ncclCommCount", &rc);
+  return res != ncclSuccess ? res : shim_result(comm, ringoCommCount(rc, count));
 }
 NCCL_PROFILING_ALIAS(ncclCommCount);
 
 NCCL_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
-  return shim_result(comm, ringoCommCuDevice(shim_ringo(comm), device));
+  ringoComm_t rc;
+  const ncclResult_t res = shim_ready(comm, "ncclCommCuDevice", &rc);
+  return res != ncclSuccess ? res : shim_result(comm, ringoCommCuDevice(rc, device));
 }
 NCCL_PROFILING_ALIAS(ncclCommCuDevice);
 
 NCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
-  return shim_result(comm, ringoCommUserRank(shim_ringo(comm), rank));
+  ringoComm_t rc;
+  const ncclResult_t res = shim_ready(comm, "ncclCommUserRank", &rc);
+  return res != ncclSuccess ? res : shim_result(comm, ringoCommUserRank(rc, rank));
 }
 NCCL_PROFILING_ALIAS(ncclCommUserRank);
 
@@ -189,7 +195,7 @@ NCCL_PROFILING_ALIAS(ncclCommGetAsyncError);
 
 static ncclResult_t submit(enum shim_kind kind, const void* send, void* recv, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  const struct shim_op o = {kind, send, recv, count, datatype, op, root, comm, stream, NULL};
+  const struct shim_op o = {kind, send, recv, count, datatype, op, root, comm, stream, NULL, {0}};
   return shim_submit(&o);
 }
 

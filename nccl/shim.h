@@ -52,7 +52,9 @@ struct ncclComm {
   int nredops;
   char msg[SHIM_MSG_BYTES];       /* the shim's last message about this comm ... */
   int msg_set;                    /* ... newer than ringo's when set */
+  char init_msg[SHIM_MSG_BYTES];  /* a failed non-blocking init's message, kept for later calls */
   struct ncclComm* next_aborted;  /* the list of aborted records (shim_comm.c) */
+  struct shim_token* tokens;      /* live ncclCommRegister handles, guarded by lock (shim_mem.c) */
   /* The init thread's arguments. */
   int nranks, rank, device;
   ringoUniqueId id;
@@ -74,6 +76,9 @@ ncclResult_t shim_unsupported(struct ncclComm* comm, const char* function, const
 /* comm's ringo communicator, after waiting for a non-blocking init; NULL for a NULL comm or a
  * failed init (then ringo's own NULL check reports it). */
 ringoComm_t shim_ringo(struct ncclComm* comm);
+/* comm's ringo communicator in *rc, or the error a call named function gets on comm: NULL, its
+ * non-blocking init failed (that init's result), or it was aborted. */
+ncclResult_t shim_ready(struct ncclComm* comm, const char* function, ringoComm_t* rc);
 /* Bytes per element of datatype; 0 if out of range. */
 size_t shim_type_size(ncclDataType_t datatype);
 /* datatype as ringo's: the float8 types travel as bytes, so only data-moving calls may pass them. */
@@ -98,6 +103,7 @@ struct shim_op {
   struct ncclComm* comm;
   cudaStream_t stream;
   void* scratch;                  /* a PreMulSum's scaled copy, freed after the group ran */
+  struct shim_redop premul;       /* a PreMulSum op as it was when the call was made (used set) */
 };
 
 /* Checks op, then runs it now (outside a group) or queues it until ncclGroupEnd. */
@@ -110,12 +116,15 @@ int shim_in_group(void);
 
 /* ---- operations (shim_ops.c) ---- */
 
-/* Argument checks the shim makes before queueing (those ringo cannot make for a queued call). */
-ncclResult_t shim_check_op(const struct shim_op* op);
+/* Argument checks the shim makes before queueing (those ringo cannot make for a queued call); also
+ * copies a PreMulSum op into op->premul, since NCCL lets it be destroyed once the call returns. */
+ncclResult_t shim_check_op(struct shim_op* op);
 /* Runs one op through ringo (inside ringo's group when the caller opened one). */
 ncclResult_t shim_run_op(struct shim_op* op);
 /* Frees every PreMulSum operator of comm. */
 void shim_redops_free(struct ncclComm* comm);
+/* Frees every registration handle of comm that was not deregistered (shim_mem.c). */
+void shim_tokens_free(struct ncclComm* comm);
 /* Model time of op in microseconds (shim_group.c's simulation). */
 double shim_op_time_us(const struct shim_op* op);
 

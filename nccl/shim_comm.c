@@ -23,6 +23,7 @@ static struct ncclComm* comm_new(const struct shim_config* config) {
 
 static void comm_free(struct ncclComm* c) {
   shim_redops_free(c);
+  shim_tokens_free(c);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
@@ -41,6 +42,17 @@ ringoComm_t shim_ringo(struct ncclComm* comm) {
   if (!comm) return NULL;
   if (atomic_load(&comm->pending)) comm_wait_init(comm);
   return comm->rc;
+}
+
+ncclResult_t shim_ready(struct ncclComm* comm, const char* function, ringoComm_t* rc) {
+  *rc = shim_ringo(comm);
+  if (*rc) return ncclSuccess;
+  if (!comm) return shim_fail(NULL, ncclInvalidArgument, "%s: comm is NULL", function);
+  if (comm->init_result != ncclSuccess)
+    return shim_fail(comm, comm->init_result, "%s: the communicator's non-blocking init failed: %s", function,
+                     comm->init_msg[0] ? comm->init_msg : ncclGetErrorString(comm->init_result));
+  return shim_fail(comm, ncclInvalidUsage, "%s: the communicator was aborted (ncclCommAbort); destroy it and make "
+                   "a new one", function);
 }
 
 size_t shim_type_size(ncclDataType_t datatype) {
@@ -66,7 +78,10 @@ static ncclResult_t read_config(const ncclConfig_t* config, const struct shim_co
     return shim_fail(NULL, ncclInvalidArgument,
                      "%s: config was not initialised with NCCL_CONFIG_INITIALIZER (magic 0x%x, size %zu)", function,
                      config->magic, config->size);
-  if (config->blocking != NCCL_CONFIG_UNDEF_INT) out->blocking = config->blocking != 0;
+  if (config->blocking != NCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
+    return shim_fail(NULL, ncclInvalidArgument, "%s: config->blocking is %d; it must be 0 or 1", function,
+                     config->blocking);
+  if (config->blocking != NCCL_CONFIG_UNDEF_INT) out->blocking = config->blocking;
   if (config->size >= offsetof(ncclConfig_t, splitShare) + sizeof(int) && config->splitShare != NCCL_CONFIG_UNDEF_INT)
     out->splitShare = config->splitShare;
   if (config->size >= offsetof(ncclConfig_t, commName) + sizeof(char*) && config->commName) {
@@ -87,7 +102,8 @@ static void* init_thread_main(void* arg) {
   const ringoResult_t res = ringoCommInitRank(&handle, c->nranks, c->id, c->rank);
   c->rc = handle;
   if (res != ringoSuccess) {
-    snprintf(c->msg, sizeof c->msg, "%s", ringoGetLastError(NULL));
+    snprintf(c->init_msg, sizeof c->init_msg, "%s", ringoGetLastError(NULL));
+    snprintf(c->msg, sizeof c->msg, "%s", c->init_msg);
     c->msg_set = 1;
   }
   c->init_result = shim_result(NULL, res);
@@ -139,6 +155,7 @@ NCCL_PROFILING_ALIAS(ncclCommInitRank);
 
 NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                                 ncclConfig_t* config) {
+  if (comm) *comm = NULL; /* also when the config is refused: no stale handle is left to destroy */
   struct shim_config cfg;
   const ncclResult_t res = read_config(config, &kDefaultConfig, &cfg, "ncclCommInitRankConfig");
   if (res != ncclSuccess) return res;
@@ -183,10 +200,17 @@ NCCL_PROFILING_ALIAS(ncclCommInitAll);
 
 /* ---- end of life ---- */
 
+/* As NCCL: NULL is nothing to finalize, and a second finalize is refused. */
 NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  if (!comm) return shim_fail(NULL, ncclInvalidArgument, "ncclCommFinalize: comm is NULL");
-  shim_ringo(comm);
+  if (!comm) return ncclSuccess;
+  ringoComm_t rc;
+  const ncclResult_t res = shim_ready(comm, "ncclCommFinalize", &rc);
+  if (res != ncclSuccess) return res;
+  pthread_mutex_lock(&comm->lock);
+  const int again = comm->finalized;
   comm->finalized = 1;
+  pthread_mutex_unlock(&comm->lock);
+  if (again) return shim_fail(comm, ncclInvalidArgument, "ncclCommFinalize: the communicator was finalized already");
   return ncclSuccess;
 }
 NCCL_PROFILING_ALIAS(ncclCommFinalize);
@@ -256,8 +280,9 @@ static struct split_place split_place(const int32_t* all, int n, int me) {
 static ncclResult_t split_exchange(struct ncclComm* c, int color, int key, struct split_place* place,
                                    ringoUniqueId* id) {
   int n = 0, me = 0;
-  ringoComm_t rc = shim_ringo(c);
-  ncclResult_t res = shim_result(c, ringoCommCount(rc, &n));
+  ringoComm_t rc;
+  ncclResult_t res = shim_ready(c, "ncclCommSplit", &rc);
+  if (res == ncclSuccess) res = shim_result(c, ringoCommCount(rc, &n));
   if (res == ncclSuccess) res = shim_result(c, ringoCommUserRank(rc, &me));
   if (res != ncclSuccess) return res;
   int32_t* all = malloc(3 * sizeof(int32_t) * (size_t)n);

@@ -42,12 +42,12 @@ size_t shim_group_recorded_on(const struct ncclComm* comm, int forget) {
 
 /* Outside a group ringo runs the call before it returns (host memory), so its scratch copy may go. */
 ncclResult_t shim_submit(const struct shim_op* op) {
-  ncclResult_t res = shim_check_op(op);
+  struct shim_op checked = *op;
+  ncclResult_t res = shim_check_op(&checked);
   if (res != ncclSuccess) return res;
-  if (tl_depth > 0) return record(op);
-  struct shim_op now = *op;
-  res = shim_run_op(&now);
-  free(now.scratch);
+  if (tl_depth > 0) return record(&checked);
+  res = shim_run_op(&checked);
+  free(checked.scratch);
   return res;
 }
 
@@ -82,12 +82,16 @@ static ncclResult_t group_close(int run, const char* function) {
 NCCL_EXPORT ncclResult_t ncclGroupEnd(void) { return group_close(1, "ncclGroupEnd"); }
 NCCL_PROFILING_ALIAS(ncclGroupEnd);
 
+/* As NCCL: a NULL simInfo is a plain ncclGroupEnd; one not made with NCCL_SIM_INFO_INITIALIZER
+ * still closes the group (dropping its calls) and is then refused. */
 NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  if (!simInfo || simInfo->magic != RINGO_NCCL_SIM_INFO_MAGIC ||
-      simInfo->size < offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float))
-    return shim_fail(NULL, ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is %s",
-                     simInfo ? "not made with NCCL_SIM_INFO_INITIALIZER" : "NULL");
   if (tl_depth == 0) return shim_fail(NULL, ncclInvalidUsage, "ncclGroupSimulateEnd: no ncclGroupStart to match");
+  if (!simInfo) return group_close(1, "ncclGroupSimulateEnd");
+  if (simInfo->magic != RINGO_NCCL_SIM_INFO_MAGIC || simInfo->size < offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float)) {
+    group_close(0, "ncclGroupSimulateEnd");
+    return shim_fail(NULL, ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not made with "
+                     "NCCL_SIM_INFO_INITIALIZER; the group's calls were dropped");
+  }
   double us = 0;
   if (tl_depth == 1)
     for (size_t i = 0; i < tl_nops; i++) us += shim_op_time_us(&tl_ops[i]);

@@ -111,7 +111,10 @@ NCCL_PROFILING_ALIAS(ncclMemAlloc);
 NCCL_EXPORT ncclResult_t ncclMemFree(void* ptr) {
   if (!ptr) return ncclSuccess;
   const struct cuda_runtime* rt = runtime(0);
-  const int err = rt ? rt->free_(ptr) : -1;
+  if (!rt)
+    return shim_fail(NULL, ncclUnhandledCudaError, "ncclMemFree: no CUDA runtime (libcudart) is loaded, so %p is "
+                     "not memory of ncclMemAlloc", ptr);
+  const int err = rt->free_(ptr);
   return err == 0 ? ncclSuccess
                   : shim_fail(NULL, ncclUnhandledCudaError, "ncclMemFree: cudaFree failed (CUDA error %d)", err);
 }
@@ -119,32 +122,52 @@ NCCL_PROFILING_ALIAS(ncclMemFree);
 
 /* ---- registration: a hint ringo does not need, answered with a token ---- */
 
-#define TOKEN_MAGIC 0x52494e47u /* "RING" */
-
+/* A handle is a token on its communicator's list: a handle is looked up there, never read, so a
+ * stale or made-up one is refused (NCCL looks it up in its registration cache the same way). */
 struct shim_token {
-  uint32_t magic;
-  struct ncclComm* comm;
+  struct shim_token* next;
   void* buff;
   size_t size;
 };
+
+void shim_tokens_free(struct ncclComm* comm) {
+  while (comm->tokens) {
+    struct shim_token* t = comm->tokens;
+    comm->tokens = t->next;
+    free(t);
+  }
+}
 
 NCCL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
   const char* bad = !comm ? "comm is NULL" : !buff ? "buff is NULL" : !handle ? "handle is NULL" : NULL;
   if (bad) return shim_fail(comm, ncclInvalidArgument, "ncclCommRegister: %s", bad);
   struct shim_token* t = malloc(sizeof *t);
   if (!t) return shim_fail(comm, ncclSystemError, "ncclCommRegister: out of memory");
-  *t = (struct shim_token){TOKEN_MAGIC, comm, buff, size};
+  t->buff = buff;
+  t->size = size;
+  pthread_mutex_lock(&comm->lock);
+  t->next = comm->tokens;
+  comm->tokens = t;
+  pthread_mutex_unlock(&comm->lock);
   *handle = t;
   return ncclSuccess;
 }
 NCCL_PROFILING_ALIAS(ncclCommRegister);
 
+/* A NULL handle is nothing to deregister, as in NCCL. */
 NCCL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
-  struct shim_token* t = handle;
-  if (!comm || !t || t->magic != TOKEN_MAGIC || t->comm != comm)
-    return shim_fail(comm, ncclInvalidArgument, "ncclCommDeregister: handle is not a registration of this communicator");
-  t->magic = 0;
-  free(t);
+  if (!comm) return shim_fail(NULL, ncclInvalidArgument, "ncclCommDeregister: comm is NULL");
+  if (!handle) return ncclSuccess;
+  pthread_mutex_lock(&comm->lock);
+  struct shim_token** at = &comm->tokens;
+  while (*at && *at != handle) at = &(*at)->next;
+  struct shim_token* found = *at;
+  if (found) *at = found->next;
+  pthread_mutex_unlock(&comm->lock);
+  if (!found)
+    return shim_fail(comm, ncclInvalidUsage, "ncclCommDeregister: handle %p is not a live registration of this "
+                     "communicator (deregistered already, or from ncclCommRegister on another one)", handle);
+  free(found);
   return ncclSuccess;
 }
 NCCL_PROFILING_ALIAS(ncclCommDeregister);

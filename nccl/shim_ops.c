@@ -3,6 +3,7 @@
  * PreMulSum operators (each input scaled into a copy, then ringo's sum), and the model time of a
  * call for ncclGroupSimulateEnd. Public ringo.h only. Tested by test/test_nccl_calls.cc. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,16 +165,18 @@ static void scale(void* out, const void* in, size_t n, ncclDataType_t datatype, 
 
 /* ---- checks made before a call is queued ---- */
 
-static ncclResult_t check_redop(const struct shim_op* op, const char* name) {
+/* A PreMulSum op is copied into the call: NCCL lets it be destroyed as soon as the call returns,
+ * so a queued call must not look it up again when ncclGroupEnd runs it. */
+static ncclResult_t check_redop(struct shim_op* op, const char* name) {
   if ((int)op->op >= 0 && (int)op->op < ncclNumOps) return ncclSuccess;
   pthread_mutex_lock(&op->comm->lock);
   const struct shim_redop* r = find_redop(op->comm, op->op);
-  const int match = r && r->datatype == op->datatype;
+  if (r) op->premul = *r;
   pthread_mutex_unlock(&op->comm->lock);
   if (!r)
     return shim_fail(op->comm, ncclInvalidArgument, "%s: op %d is neither built in nor made by "
                      "ncclRedOpCreatePreMulSum on this communicator", name, (int)op->op);
-  if (!match)
+  if (op->premul.datatype != op->datatype)
     return shim_fail(op->comm, ncclInvalidArgument, "%s: op %d was made for another datatype", name, (int)op->op);
   if (shim_is_device_ptr(op->send) || shim_is_device_ptr(op->recv))
     return shim_fail(op->comm, ncclInvalidUsage, "%s: a PreMulSum op on device buffers: ringo's NCCL shim scales "
@@ -181,29 +184,52 @@ static ncclResult_t check_redop(const struct shim_op* op, const char* name) {
   return ncclSuccess;
 }
 
+/* Which buffers rank me touches: the root alone reads a broadcast's or scatter's sendbuff and
+ * writes a reduce's or gather's recvbuff; a send has no recvbuff, a receive no sendbuff. */
+static void touches(const struct shim_op* op, int me, int* reads, int* writes) {
+  const int root = me == op->root;
+  *reads = op->kind != SHIM_RECV && ((op->kind != SHIM_BROADCAST && op->kind != SHIM_SCATTER) || root);
+  *writes = op->kind != SHIM_SEND && ((op->kind != SHIM_REDUCE && op->kind != SHIM_GATHER) || root);
+}
+
 /* What ringo would reject at the call itself but only sees at ncclGroupEnd for a queued call, and
- * what ringo cannot know (float8, PreMulSum ops, buffers the shim slices). */
-ncclResult_t shim_check_op(const struct shim_op* op) {
+ * what ringo cannot know (float8, PreMulSum ops, buffers the shim slices or scales). */
+ncclResult_t shim_check_op(struct shim_op* op) {
   const char* name = kNames[op->kind];
-  if (!op->comm) return shim_fail(NULL, ncclInvalidArgument, "%s: comm is NULL", name);
-  if (shim_type_size(op->datatype) == 0)
+  ringoComm_t rc;
+  ncclResult_t res = shim_ready(op->comm, name, &rc);
+  if (res != ncclSuccess) return res;
+  const size_t esize = shim_type_size(op->datatype);
+  if (esize == 0)
     return shim_fail(op->comm, ncclInvalidArgument, "%s: datatype %d is out of range", name, (int)op->datatype);
   if (reduces(op->kind) && (op->datatype == ncclFloat8e4m3 || op->datatype == ncclFloat8e5m2))
     return shim_fail(op->comm, ncclInvalidArgument, "%s: ringo does not reduce float8 (datatype %d)", name,
                      (int)op->datatype);
-  if (reduces(op->kind)) {
-    const ncclResult_t res = check_redop(op, name);
-    if (res != ncclSuccess) return res;
-  }
-  int n = 0;
-  const ncclResult_t res = shim_result(op->comm, ringoCommCount(shim_ringo(op->comm), &n));
+  if (reduces(op->kind) && (res = check_redop(op, name)) != ncclSuccess) return res;
+  int n = 0, me = 0;
+  res = shim_result(op->comm, ringoCommCount(rc, &n));
+  if (res == ncclSuccess) res = shim_result(op->comm, ringoCommUserRank(rc, &me));
   if (res != ncclSuccess) return res;
   if (has_root(op->kind) && (op->root < 0 || op->root >= n))
     return shim_fail(op->comm, ncclInvalidArgument, "%s: %s %d is out of range (%d ranks)", name,
                      op->kind == SHIM_SEND || op->kind == SHIM_RECV ? "peer" : "root", op->root, n);
+  /* The shim's own byte counts (a PreMulSum's scaled copy, the blocks of all-to-all, gather and
+   * scatter) are at most count * N elements. */
+  if (op->count > SIZE_MAX / (size_t)n / esize)
+    return shim_fail(op->comm, ncclInvalidArgument, "%s: count %zu of %zu-byte elements on %d ranks overflows the "
+                     "address space", name, op->count, esize, n);
   if (op->send && op->recv && shim_is_device_ptr(op->send) != shim_is_device_ptr(op->recv))
     return shim_fail(op->comm, ncclInvalidArgument, "%s: sendbuff and recvbuff must both be host or both device "
                      "memory", name);
+  if (op->count == 0) return ncclSuccess;
+  int reads, writes;
+  touches(op, me, &reads, &writes);
+  if ((reads && !op->send) || (writes && !op->recv))
+    return shim_fail(op->comm, ncclInvalidArgument, "%s: %s is NULL with count %zu", name,
+                     reads && !op->send ? "sendbuff" : "recvbuff", op->count);
+  if (op->stream && !shim_is_device_ptr(reads ? op->send : op->recv))
+    return shim_fail(op->comm, ncclInvalidArgument, "%s: a stream was given with host buffers; host collectives run "
+                     "on the calling thread: pass NULL", name);
   return ncclSuccess;
 }
 
@@ -213,19 +239,14 @@ ncclResult_t shim_check_op(const struct shim_op* op) {
  * caller once ringo has run it). The scalar of ncclScalarDevice is read now, as NCCL reads it when
  * the collective runs. */
 static ncclResult_t premul(struct shim_op* op, int nranks) {
-  pthread_mutex_lock(&op->comm->lock);
-  const struct shim_redop* found = find_redop(op->comm, op->op);
-  const struct shim_redop r = found ? *found : (struct shim_redop){0};
-  pthread_mutex_unlock(&op->comm->lock);
+  const struct shim_redop r = op->premul;
   const char* name = kNames[op->kind];
-  if (!r.used) return shim_fail(op->comm, ncclInvalidArgument, "%s: op %d was destroyed", name, (int)op->op);
   const size_t n = op->kind == SHIM_REDUCESCATTER ? op->count * (size_t)nranks : op->count;
   const size_t esize = shim_type_size(op->datatype);
   unsigned char s[8];
   if (r.residence == ncclScalarHostImmediate) memcpy(s, r.scalar, esize);
   else if (shim_read_memory(s, r.scalar_ptr, esize) != 0)
     return shim_fail(op->comm, ncclUnhandledCudaError, "%s: cannot read the PreMulSum scalar", name);
-  if (n > 0 && !op->send) return shim_fail(op->comm, ncclInvalidArgument, "%s: sendbuff is NULL", name);
   op->scratch = malloc(n ? n * esize : 1);
   if (!op->scratch) return shim_fail(op->comm, ncclSystemError, "%s: out of memory for the scaled input", name);
   scale(op->scratch, op->send, n, op->datatype, s);
@@ -272,10 +293,7 @@ static ringoResult_t run_exchange(const struct shim_op* op) {
   ringoComm_t rc = shim_ringo(op->comm);
   ringoResult_t res = ringoCommCount(rc, &n);
   if (res == ringoSuccess) res = ringoCommUserRank(rc, &me);
-  if (res != ringoSuccess || op->count == 0) return res;
-  const int sends = op->kind == SHIM_ALLTOALL || op->kind == SHIM_GATHER || me == op->root;
-  const int recvs = op->kind == SHIM_ALLTOALL || op->kind == SHIM_SCATTER || me == op->root;
-  if ((sends && !op->send) || (recvs && !op->recv)) return ringoInvalidArgument;
+  if (res != ringoSuccess || op->count == 0) return res; /* NULL buffers: refused by shim_check_op */
   return exchange(op, n, me);
 }
 
@@ -302,8 +320,6 @@ ncclResult_t shim_run_op(struct shim_op* op) {
     case SHIM_GATHER:
     case SHIM_SCATTER:
       res = run_exchange(op);
-      if (res == ringoInvalidArgument && op->count > 0)
-        return shim_fail(op->comm, ncclInvalidArgument, "%s: a buffer this rank needs is NULL", kNames[op->kind]);
       break;
   }
   return shim_result(op->comm, res);

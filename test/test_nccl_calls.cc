@@ -32,8 +32,10 @@ TEST_F(Calls, InitRankConfigBlocking) {
     EXPECT_EQ(state, ncclSuccess);
     ExpectWorks(comm, 3);
     EXPECT_EQ(ncclCommFinalize(comm), ncclSuccess);
+    EXPECT_EQ(ncclCommFinalize(comm), ncclInvalidArgument) << "finalized twice (NCCL refuses it)";
     EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   });
+  EXPECT_EQ(ncclCommFinalize(nullptr), ncclSuccess) << "NULL is nothing to finalize, as in NCCL";
 }
 
 // A config that did not come from NCCL_CONFIG_INITIALIZER is refused, as NCCL refuses it.
@@ -43,6 +45,12 @@ TEST_F(Calls, InitRankConfigRefusesAnUninitialisedConfig) {
   ncclComm_t comm = nullptr;
   EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, NewId(), 0, &config), ncclInvalidArgument);
   EXPECT_NE(std::strstr(ncclGetLastError(nullptr), "NCCL_CONFIG_INITIALIZER"), nullptr) << ncclGetLastError(nullptr);
+  EXPECT_EQ(comm, nullptr);
+  ncclConfig_t two = NCCL_CONFIG_INITIALIZER;
+  two.blocking = 2;  // NCCL: "Invalid config blocking attribute value"
+  comm = reinterpret_cast<ncclComm_t>(&two);  // a stale handle must not survive the refusal
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, NewId(), 0, &two), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(nullptr), "blocking is 2"), nullptr) << ncclGetLastError(nullptr);
   EXPECT_EQ(comm, nullptr);
 }
 
@@ -80,6 +88,16 @@ TEST_F(Calls, NonBlockingInitFailureIsReported) {
     PollReady(comm, &state);
     EXPECT_NE(state, ncclSuccess);
     EXPECT_NE(std::string(ncclGetLastError(comm)), "");
+    // Every later call gets the init's own result and says so (NCCL's ncclCommEnsureReady).
+    int n = 0;
+    float x = 1;
+    EXPECT_EQ(ncclCommCount(comm, &n), state);
+    EXPECT_NE(std::string(ncclGetLastError(comm)).find("ncclCommCount: the communicator's non-blocking init failed"),
+              std::string::npos) << ncclGetLastError(comm);
+    EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm, nullptr), state);
+    EXPECT_EQ(std::string(ncclGetLastError(comm)).find("ncclCommCount"), std::string::npos)
+        << "the init's own message, not the last call's: " << ncclGetLastError(comm);
+    EXPECT_EQ(ncclCommFinalize(comm), state);
     EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   }
 }

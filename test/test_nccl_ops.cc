@@ -111,6 +111,57 @@ TEST_F(Calls, PreMulSumEveryFloatTypeAndResidence) {
   });
 }
 
+// nccl.h: "An operator may be destroyed as soon as the last NCCL function which is given that
+// operator returns": a grouped call keeps its op (scalar included) when the op is destroyed, and a
+// new op that takes the freed slot before ncclGroupEnd changes nothing in it.
+TEST_F(Calls, PreMulSumOpDestroyedInsideTheGroupAfterTheCall) {
+  const ncclUniqueId id = NewId();
+  constexpr int n = 2;
+  OnRanks(n, [&](int r) {
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(ncclCommInitRank(&comm, n, id, r), ncclSuccess);
+    float s = Scalar(r), ten = 10.0f;
+    std::vector<float> in(6), out(6, -1);
+    for (size_t i = 0; i < in.size(); i++) in[i] = Input(r, i);
+    ncclRedOp_t op, other;
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &s, ncclFloat32, ncclScalarHostImmediate, comm), ncclSuccess);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, op, comm, nullptr), ncclSuccess);
+    ASSERT_EQ(ncclRedOpDestroy(op, comm), ncclSuccess);
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&other, &ten, ncclFloat32, ncclScalarHostImmediate, comm), ncclSuccess);
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    for (size_t i = 0; i < out.size(); i++) EXPECT_EQ(out[i], Expected(n, i)) << "element " << i;
+    EXPECT_EQ(ncclRedOpDestroy(other, comm), ncclSuccess);
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  });
+}
+
+// A count whose bytes wrap size_t is refused before the shim sizes its scaled copy of the input
+// (count * N elements for a reduce-scatter, and the blocks of an all-to-all).
+TEST_F(Calls, PreMulSumCountThatOverflowsIsRefused) {
+  ncclComm_t comm[2] = {nullptr, nullptr};
+  ASSERT_EQ(ncclCommInitAll(comm, 2, nullptr), ncclSuccess);
+  float s = 2, x[2] = {1, 2};
+  ncclRedOp_t op;
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &s, ncclFloat32, ncclScalarHostImmediate, comm[0]), ncclSuccess);
+  for (bool grouped : {false, true}) {
+    if (grouped) {
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    }
+    EXPECT_EQ(ncclAllReduce(x, x, SIZE_MAX / 4 + 2, ncclFloat32, op, comm[0], nullptr), ncclInvalidArgument);
+    EXPECT_NE(std::strstr(ncclGetLastError(comm[0]), "overflows"), nullptr) << ncclGetLastError(comm[0]);
+    EXPECT_EQ(ncclReduceScatter(x, x, SIZE_MAX / 8 + 1, ncclFloat32, op, comm[0], nullptr), ncclInvalidArgument)
+        << "count * 2 ranks * 4 bytes wraps";
+    EXPECT_EQ(ncclAlltoAll(x, x, SIZE_MAX / 8 + 1, ncclFloat32, comm[0], nullptr), ncclInvalidArgument);
+    if (grouped) {
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << "nothing was recorded";
+    }
+  }
+  EXPECT_EQ(x[1], 2.0f);
+  EXPECT_EQ(ncclCommDestroy(comm[0]), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm[1]), ncclSuccess);
+}
+
 // Reduce and ReduceScatter take the op too; so do integers (products in the type).
 TEST_F(Calls, PreMulSumReduceReduceScatterAndIntegers) {
   const ncclUniqueId id = NewId();
@@ -190,11 +241,21 @@ TEST_F(Calls, GroupSimulateEndRunsNothingAndReportsTheModelTime) {
     EXPECT_EQ(out[0], -7.0f) << "a simulated group must not run";
     // Nothing was left queued: the next group runs on its own.
     ExpectWorks(comm, 1);
+    // As NCCL: a simInfo not made with the initializer closes the group, drops its calls and is
+    // refused; nothing stays queued to run with a later call.
     ncclSimInfo_t bad = NCCL_SIM_INFO_INITIALIZER;
     bad.magic = 0;
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
     EXPECT_EQ(ncclGroupSimulateEnd(&bad), ncclInvalidArgument);
-    EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+    EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage) << "the bad simInfo closed the group";
+    EXPECT_EQ(out[0], -7.0f) << "the dropped call ran";
+    ExpectWorks(comm, 1);
+    // A NULL simInfo is a plain ncclGroupEnd: the group runs.
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+    EXPECT_EQ(ncclGroupSimulateEnd(nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_EQ(out[0], 2.0f) << "a NULL simInfo's group must run";
     EXPECT_EQ(ncclGroupSimulateEnd(&sim), ncclInvalidUsage) << "no group open";
     EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   });
@@ -210,8 +271,25 @@ TEST_F(Calls, GroupArgumentErrorsAtTheCall) {
   EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclInt32, static_cast<ncclRedOp_t>(ncclNumOps + 9), comm, nullptr),
             ncclInvalidArgument);
   EXPECT_EQ(ncclSend(&x, 1, ncclInt32, 0, nullptr, nullptr), ncclInvalidArgument);
+  // What ringo itself would refuse at the call, refused at the call inside a group too (queued, the
+  // others' calls would wait for this rank until RINGO_TIMEOUT), each with its own message.
+  EXPECT_EQ(ncclAllReduce(nullptr, &x, 1, ncclInt32, ncclSum, comm, nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comm), "sendbuff is NULL"), nullptr) << ncclGetLastError(comm);
+  EXPECT_EQ(ncclBroadcast(&x, nullptr, 1, ncclInt32, 0, comm, nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comm), "recvbuff is NULL"), nullptr) << ncclGetLastError(comm);
+  const auto stream = reinterpret_cast<cudaStream_t>(0x1234);
+  EXPECT_EQ(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, stream), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comm), "stream"), nullptr) << ncclGetLastError(comm);
+  EXPECT_EQ(ncclAlltoAll(&x, &x, 1, ncclInt32, comm, stream), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comm), "ncclAlltoAll: a stream"), nullptr) << ncclGetLastError(comm);
+  EXPECT_EQ(ncclAllReduce(nullptr, nullptr, 0, ncclInt32, ncclSum, comm, nullptr), ncclSuccess) << "count 0";
   EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
   EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+  // Outside a group the composed collectives name the real fault too, not a NULL buffer.
+  EXPECT_EQ(ncclGather(&x, &x, 1, ncclInt32, 0, comm, stream), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comm), "ncclGather: a stream"), nullptr) << ncclGetLastError(comm);
+  EXPECT_EQ(ncclScatter(nullptr, &x, 1, ncclInt32, 0, comm, nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comm), "sendbuff is NULL"), nullptr) << ncclGetLastError(comm);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
@@ -231,6 +309,13 @@ TEST_F(Calls, DestroyAndAbortInsideAGroupThatHoldsTheCommsCalls) {
   ASSERT_EQ(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
   EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
   EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << "the aborted communicator's call is dropped, not run";
+  // The aborted record stays for calls still on their way: they are told so, by name.
+  EXPECT_EQ(ncclAllReduce(x, x, 4, ncclFloat32, ncclSum, comm, nullptr), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("ncclAllReduce: the communicator was aborted"), std::string::npos)
+      << ncclGetLastError(comm);
+  int count = 0;
+  EXPECT_EQ(ncclCommCount(comm, &count), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("aborted"), std::string::npos) << ncclGetLastError(comm);
 
   const ncclUniqueId id = NewId();
   ncclComm_t queued = nullptr;
@@ -266,10 +351,16 @@ TEST_F(Calls, MemAllocAndRegistration) {
   void* handle = nullptr;
   ASSERT_EQ(ncclCommRegister(comm[0], buf.data(), buf.size(), &handle), ncclSuccess);
   EXPECT_NE(handle, nullptr);
-  EXPECT_EQ(ncclCommDeregister(comm[1], handle), ncclInvalidArgument) << "another communicator's handle";
+  // Handles are looked up, never read (NCCL: ncclInvalidUsage, "could not find handle").
+  EXPECT_EQ(ncclCommDeregister(comm[1], handle), ncclInvalidUsage) << "another communicator's handle";
   int not_a_handle = 0;
-  EXPECT_EQ(ncclCommDeregister(comm[0], &not_a_handle), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommDeregister(comm[0], &not_a_handle), ncclInvalidUsage);
+  EXPECT_EQ(ncclCommDeregister(comm[0], reinterpret_cast<void*>(0x10)), ncclInvalidUsage) << "a made-up pointer";
   EXPECT_EQ(ncclCommDeregister(comm[0], handle), ncclSuccess);
+  EXPECT_EQ(ncclCommDeregister(comm[0], handle), ncclInvalidUsage) << "deregistered twice";
+  EXPECT_EQ(ncclCommDeregister(comm[0], nullptr), ncclSuccess) << "NULL is nothing to deregister";
+  void* kept = nullptr;  // left registered: freed with the communicator (valgrind's leak check sees it)
+  ASSERT_EQ(ncclCommRegister(comm[1], buf.data(), buf.size(), &kept), ncclSuccess);
   EXPECT_EQ(ncclCommRegister(comm[0], nullptr, 1, &handle), ncclInvalidArgument);
   ncclUniqueId id;
   EXPECT_EQ(ncclCommGetUniqueId(comm[0], &id), ncclSuccess);

@@ -66,7 +66,7 @@ static ringoResult_t check_coll(struct ringo_op* op, int grouped) {
     return ringo_fail(ringoInvalidArgument, "%s: sendbuff is %s memory but recvbuff is %s memory", name,
                       dev_in ? "device" : "host", dev_out ? "device" : "host");
   op->device = op->count > 0 && (dev_in || dev_out);
-    if (op->device) return ringo_device_check(op, stream, grouped, name);
+  if (op->device) return ringo_device_check(op, stream, grouped, name);
   if (stream && op->count > 0) /* count 0 with a stream is a no-op, as in NCCL */
     return ringo_fail(ringoInvalidArgument, "%s: a stream was given with host buffers; host collectives run on the "
                       "calling thread: pass NULL", name);
