@@ -176,6 +176,10 @@ RINGO_API ringoResult_t ringoGroupStart(void);
  *         communicator whose queued init failed stays allocated and reports the error through
  *         ringoCommGetAsyncError and ringoGetLastError; destroy it). */
 RINGO_API ringoResult_t ringoGroupEnd(void);
+/** How many ringoGroupStart calls of this thread are open (0 outside a group): what a layer on this
+ * API (the DDP layer) checks before calls that must complete before they return. Not in NCCL.
+ * @return ringoSuccess; ringoInvalidArgument (depth is NULL). */
+RINGO_API ringoResult_t ringoGroupDepth(int* depth);
 
 #ifdef __cplusplus
 }

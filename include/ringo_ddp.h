@@ -106,7 +106,8 @@ RINGO_API ringoResult_t ringoDdpRegister(ringoDdp_t ddp, void* grad, void* param
  * @return ringoSuccess; ringoInvalidArgument (NULL ddp, NULL grad or param with count > 0, a
  *         datatype that is not float16/bfloat16/float32/float64, an unknown mem);
  *         ringoInvalidUsage (after BroadcastParams; mem is ringoMemHost and grad or param is not
- *         memory this process can read, e.g. a device pointer; mem is ringoMemDevice and this build
+ *         memory this process can read, e.g. a device pointer, or is read-only (its first and last byte
+ *         are probed: read, and written back unchanged); mem is ringoMemDevice and this build
  *         has no CUDA part, comm is a host communicator, or grad or param is not device memory of
  *         comm's GPU); ringoUnhandledCudaError (the first device parameter: the side stream could
  *         not be made); ringoSystemError (out of memory). */
@@ -121,7 +122,7 @@ RINGO_API ringoResult_t ringoDdpRegisterMem(ringoDdp_t ddp, void* grad, void* pa
  * collectives must complete before it returns), nor is SetLocalBatch.
  * @return ringoSuccess; ringoInvalidUsage (ranks registered different parameters, with a message
  *         naming the first differing parameter and the ranks that differ, returned on every rank;
- *         called twice; a default compute stream shared by several ranks of the GPU, see SetStream); ringoInvalidArgument (NULL ddp); errors of ringoAllGather / ringoBroadcast;
+ *         called twice; called inside ringoGroupStart/End; a default compute stream shared by several ranks of the GPU, see SetStream); ringoInvalidArgument (NULL ddp); errors of ringoAllGather / ringoBroadcast;
  *         ringoUnhandledCudaError (events, device staging buffer, waiting for the side stream). */
 RINGO_API ringoResult_t ringoDdpBroadcastParams(ringoDdp_t ddp);
 
@@ -153,8 +154,9 @@ RINGO_API ringoResult_t ringoDdpFinish(ringoDdp_t ddp);
 /** Collective (one tiny all-reduce on the calling thread). Sets this rank's sample count n for the
  * following steps: gradients are then weighted n / sum over ranks of n. The gradient a rank hands in
  * must be the mean over its n samples; n = 0 (an empty shard) contributes nothing. Between steps.
- * @return ringoSuccess; ringoInvalidArgument (NULL ddp; sum over ranks is 0, on every rank);
- *         ringoInvalidUsage (during a step; the context failed earlier); errors of ringoAllReduce. */
+ * @return ringoSuccess; ringoInvalidArgument (NULL ddp; sum over ranks is 0 or overflows 64 bits,
+ *         on every rank); ringoInvalidUsage (during a step; inside ringoGroupStart/End; the context
+ *         failed earlier); errors of ringoAllGather. */
 RINGO_API ringoResult_t ringoDdpSetLocalBatch(ringoDdp_t ddp, size_t n);
 
 /** Gradient accumulation: with enable != 0 the following steps do not communicate (MarkReady and

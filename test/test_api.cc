@@ -90,11 +90,17 @@ TEST(Group, EndWithoutStartIsInvalidUsage) {
     // An empty group, and empty nested groups (as NCCL allows), end cleanly.
     EXPECT_EQ(ringoGroupStart(), ringoSuccess);
     EXPECT_EQ(ringoGroupEnd(), ringoSuccess);
+    int depth = -1;
     EXPECT_EQ(ringoGroupStart(), ringoSuccess);
     EXPECT_EQ(ringoGroupStart(), ringoSuccess);
+    EXPECT_EQ(ringoGroupDepth(&depth), ringoSuccess);
+    EXPECT_EQ(depth, 2);
     EXPECT_EQ(ringoGroupEnd(), ringoSuccess);
     EXPECT_EQ(ringoGroupEnd(), ringoSuccess);
     EXPECT_EQ(ringoGroupEnd(), ringoInvalidUsage);
+    EXPECT_EQ(ringoGroupDepth(&depth), ringoSuccess);
+    EXPECT_EQ(depth, 0);
+    EXPECT_EQ(ringoGroupDepth(nullptr), ringoInvalidArgument);
   }, NoId());
 }
 
@@ -137,7 +143,9 @@ TEST(InitRank, BadArgumentsAreRejectedAndTheIdStaysUsable) {
     ringoComm_t comm = nullptr;
     struct Bad { int nranks, rank; const char* what; };
     for (const Bad& b : {Bad{0, 0, "nranks 0"}, Bad{-1, 0, "nranks -1"}, Bad{1, -1, "rank -1"},
-                         Bad{1, 1, "rank == nranks"}, Bad{2, 5, "rank > nranks"}}) {
+                         Bad{1, 1, "rank == nranks"}, Bad{2, 5, "rank > nranks"},
+                         Bad{65537, 0, "past the rendezvous's 65536"},
+                         Bad{2147483647, 0, "INT_MAX (sized the tables before, seconds of CPU)"}}) {
       EXPECT_EQ(ringoCommInitRank(&comm, b.nranks, id, b.rank), ringoInvalidArgument) << b.what;
       EXPECT_GT(strlen(ringoGetLastError(nullptr)), 0u) << b.what;
     }

@@ -601,6 +601,15 @@ TEST(DdpUsage, DeviceMemoryIsAClearInvalidUsage) {
     EXPECT_EQ(ringoDdpRegister(ddp, host.data(), dev, 16, ringoFloat32, nullptr), ringoInvalidUsage);
     EXPECT_NE(std::string(ringoDdpGetLastError(ddp)).find("not host memory"), std::string::npos) << ringoDdpGetLastError(ddp);
     munmap(dev, bytes);
+    // Readable but read-only: the communication thread would fault writing the average into it.
+    void* ro = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(ro, MAP_FAILED);
+    EXPECT_EQ(ringoDdpRegister(ddp, ro, host.data(), 16, ringoFloat32, nullptr), ringoInvalidUsage);
+    EXPECT_NE(std::string(ringoDdpGetLastError(ddp)).find("grad"), std::string::npos) << ringoDdpGetLastError(ddp);
+    EXPECT_NE(std::string(ringoDdpGetLastError(ddp)).find("read-only"), std::string::npos) << ringoDdpGetLastError(ddp);
+    EXPECT_EQ(ringoDdpRegister(ddp, host.data(), ro, 16, ringoFloat32, nullptr), ringoInvalidUsage);
+    EXPECT_NE(std::string(ringoDdpGetLastError(ddp)).find("param"), std::string::npos) << ringoDdpGetLastError(ddp);
+    munmap(ro, bytes);
     EXPECT_EQ(ringoDdpRegisterMem(ddp, host.data(), host.data(), 16, ringoFloat32, static_cast<ringoMemKind_t>(7), nullptr),
               ringoInvalidArgument);
     // Nothing was registered by the failed calls: a good registration gets index 0.
@@ -636,6 +645,13 @@ TEST(DdpUsage, MisuseIsRejectedWithAMessage) {
     int count = 0;
     EXPECT_EQ(ringoDdpGetBucketCount(ddp, &count), ringoInvalidUsage);
     DDP_OK(ddp, ringoDdpRegister(ddp, g.data(), p.data(), 8, ringoFloat32, nullptr));
+    // Their collectives must complete before they return: not queued in an open group.
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    EXPECT_EQ(ringoDdpBroadcastParams(ddp), ringoInvalidUsage);
+    EXPECT_NE(std::string(ringoDdpGetLastError(ddp)).find("ringoGroupStart"), std::string::npos)
+        << ringoDdpGetLastError(ddp);
+    EXPECT_EQ(ringoDdpSetLocalBatch(ddp, 4), ringoInvalidUsage);
+    ASSERT_EQ(ringoGroupEnd(), ringoSuccess);
     DDP_OK(ddp, ringoDdpBroadcastParams(ddp));
     EXPECT_EQ(ringoDdpBroadcastParams(ddp), ringoInvalidUsage);
     EXPECT_EQ(ringoDdpRegister(ddp, g.data(), p.data(), 8, ringoFloat32, nullptr), ringoInvalidUsage);
@@ -652,6 +668,25 @@ TEST(DdpUsage, MisuseIsRejectedWithAMessage) {
     EXPECT_EQ(ringoDdpSetLocalBatch(ddp, 0), ringoInvalidArgument);  // every rank (the one) is empty
     DDP_OK(ddp, ringoDdpMarkReady(ddp, 0));  // the next step starts clean
     DDP_OK(ddp, ringoDdpFinish(ddp));
+    DDP_OK(ddp, ringoDdpDestroy(ddp));
+  });
+}
+
+// Batch sizes whose sum wraps 64 bits would weight the gradients wrongly, silently: refused on
+// every rank, and the context goes on with its previous weights.
+TEST(DdpUneven, BatchSizesWhoseSumOverflowsAreRefusedOnEveryRank) {
+  ringo_test::RunForked(2, [](Team& team) {
+    ringoDdp_t ddp = nullptr;
+    DDP_OK(ddp, ringoDdpCreate(&ddp, team.comms[0], 0, 0));
+    std::vector<float> g(4, static_cast<float>(team.ranks[0])), p(4);
+    DDP_OK(ddp, ringoDdpRegister(ddp, g.data(), p.data(), g.size(), ringoFloat32, nullptr));
+    DDP_OK(ddp, ringoDdpBroadcastParams(ddp));
+    EXPECT_EQ(ringoDdpSetLocalBatch(ddp, team.ranks[0] == 0 ? SIZE_MAX : 2), ringoInvalidArgument);
+    EXPECT_NE(std::string(ringoDdpGetLastError(ddp)).find("overflows"), std::string::npos) << ringoDdpGetLastError(ddp);
+    EXPECT_EQ(ringoDdpSetLocalBatch(ddp, size_t{1} << 63), ringoInvalidArgument) << "2^63 + 2^63 wraps to 0";
+    EXPECT_NE(std::string(ringoDdpGetLastError(ddp)).find("overflows"), std::string::npos) << ringoDdpGetLastError(ddp);
+    DDP_OK(ddp, ringoDdpFinish(ddp));
+    EXPECT_EQ(g[0], 0.5f) << "the plain average, weights untouched";
     DDP_OK(ddp, ringoDdpDestroy(ddp));
   });
 }

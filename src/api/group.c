@@ -183,6 +183,12 @@ ringoResult_t ringoGroupStart(void) {
   return ringoSuccess;
 }
 
+ringoResult_t ringoGroupDepth(int* depth) {
+  if (!depth) return ringo_fail(ringoInvalidArgument, "ringoGroupDepth: depth is NULL");
+  *depth = group_depth;
+  return ringoSuccess;
+}
+
 /* Runs job(arg[i]) for i < n on a thread each (on the caller's when n is 1: nothing to wait
  * for) and joins them; the work of every element blocks until the others take part. On a failed
  * pthread_create, stop(arg[i]) is called for the elements that did not start, so those that did

@@ -28,7 +28,10 @@ ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, 
   ringo_thread_clear_error();
   if (!out) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: comm is NULL");
   *out = NULL;
-  if (nranks < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: nranks %d < 1", nranks);
+  /* The rendezvous's bound, checked before the communicator's per-rank tables are sized by it. */
+  if (nranks < 1 || nranks > RINGO_BOOTSTRAP_MAX_RANKS)
+    return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: nranks %d is not in [1, %d]", nranks,
+                      RINGO_BOOTSTRAP_MAX_RANKS);
   if (rank < 0 || rank >= nranks)
     return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: rank %d out of range [0, %d)", rank, nranks);
   ringoComm_t comm = ringo_comm_alloc(nranks, rank);

@@ -118,19 +118,36 @@ static const char* type_name(int t) {
 static const char* mem_name(int m) { return m == ringoMemDevice ? "device" : "host"; }
 
 /* ---- host memory check ----
- * A device pointer registered as host memory must be an error, not a crash in the communication
- * thread. Without CUDA we cannot ask the driver, but a device address is not readable by the host
- * (the driver reserves it inaccessible), so reading one byte through process_vm_readv on ourselves
- * fails with EFAULT where a load would fault. The first and last byte are probed. */
-static int probe_byte(const void* p) {
+ * A device pointer registered as host memory, or read-only memory the library will write (the
+ * average into grad, rank 0's values into param), must be an error, not a crash in the
+ * communication thread. Without CUDA we cannot ask the driver, but a device address is not readable
+ * by the host (the driver reserves it inaccessible), so reading one byte through process_vm_readv on
+ * ourselves fails with EFAULT where a load would fault; writing it back unchanged through
+ * process_vm_writev fails the same way on a read-only page. The first and last byte are probed. */
+static int probe_byte(const void* p, int write) {
   char byte;
   struct iovec local = {&byte, 1}, remote = {(void*)(uintptr_t)p, 1};
-  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1) return 1;
-  return errno != EFAULT; /* ENOSYS / EPERM (seccomp): the probe is unavailable, trust the caller */
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
+    return errno != EFAULT; /* ENOSYS / EPERM (seccomp): the probe is unavailable, trust the caller */
+  if (!write || process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == 1) return 1;
+  return errno != EFAULT;
 }
 
-static int host_readable(const void* p, size_t bytes) {
-  return bytes == 0 || (probe_byte(p) && probe_byte((const char*)p + bytes - 1));
+static int host_access(const void* p, size_t bytes, int write) {
+  return bytes == 0 || (probe_byte(p, write) && probe_byte((const char*)p + bytes - 1, write));
+}
+
+/* The first of grad and param (grad, then param) that fails host_access, or NULL. */
+static const char* host_unusable(const void* grad, const void* param, size_t bytes, int write) {
+  return !host_access(grad, bytes, write) ? "grad" : !host_access(param, bytes, write) ? "param" : NULL;
+}
+
+/* Calls whose collectives must complete before they return cannot be queued in an open group. */
+static ringoResult_t check_not_grouped(struct ringoDdp* d, const char* fn) {
+  int depth = 0;
+  if (ringoGroupDepth(&depth) != ringoSuccess || depth == 0) return ringoSuccess;
+  return fail(d, ringoInvalidUsage, "%s: called inside ringoGroupStart/ringoGroupEnd; its collectives must complete "
+              "before it returns, so call it outside the group", fn);
 }
 
 /* ---- bucket assignment (BroadcastParams) ---- */
@@ -468,11 +485,17 @@ RINGO_API ringoResult_t ringoDdpRegisterMem(ringoDdp_t ddp, void* grad, void* pa
   if (mem == ringoMemDevice) {
     const ringoResult_t res = check_device(ddp, fn, i, grad, param, count * esize);
     if (res != ringoSuccess) return res;
-  } else if (!host_readable(grad, count * esize) || !host_readable(param, count * esize))
-    return fail(ddp, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is not host memory this process can "
-                "read: a device pointer? register device memory as ringoMemDevice", fn, i,
-                host_readable(grad, count * esize) ? "param" : "grad", host_readable(grad, count * esize) ? param : grad,
-                count * esize);
+  } else {
+    const char* bad = host_unusable(grad, param, count * esize, 0);
+    if (bad)
+      return fail(ddp, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is not host memory this process can "
+                  "read: a device pointer? register device memory as ringoMemDevice", fn, i, bad,
+                  bad[0] == 'g' ? grad : param, count * esize);
+    if ((bad = host_unusable(grad, param, count * esize, 1)))
+      return fail(ddp, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is read-only memory; ringo writes the "
+                  "average into grad and rank 0's values into param", fn, i, bad, bad[0] == 'g' ? grad : param,
+                  count * esize);
+  }
   if (i == ddp->cap) {
     const int cap = ddp->cap ? 2 * ddp->cap : 16;
     struct ddp_param* p = realloc(ddp->params, sizeof(struct ddp_param) * (size_t)cap);
@@ -586,6 +609,7 @@ RINGO_API ringoResult_t ringoDdpBroadcastParams(ringoDdp_t ddp) {
   ringoResult_t res = check_usable(ddp, fn, 0, 1);
   if (res != ringoSuccess) return res;
   if (ddp->frozen) return fail(ddp, ringoInvalidUsage, "%s: called twice (the buckets are fixed already)", fn);
+  if ((res = check_not_grouped(ddp, fn)) != ringoSuccess) return res;
   if ((res = check_compute_stream(ddp, fn, ddp->stream)) != ringoSuccess) return res;
   /* The buckets first: their device allocations (events, staging) must be done on every rank before
    * any rank enqueues a device collective, since ranks of one process share the GPU, an allocation
@@ -661,10 +685,23 @@ RINGO_API ringoResult_t ringoDdpSetLocalBatch(ringoDdp_t ddp, size_t n) {
   static const char fn[] = "ringoDdpSetLocalBatch";
   if (!ddp) return fail(NULL, ringoInvalidArgument, "%s: ddp is NULL", fn);
   ringoResult_t res = check_usable(ddp, fn, 0, 1);
+  if (res == ringoSuccess) res = check_not_grouped(ddp, fn);
   if (res != ringoSuccess) return res;
-  uint64_t mine = n, total = 0;
-  res = ringoAllReduce(&mine, &total, 1, ringoUint64, ringoSum, ddp->comm, NULL);
-  if (res != ringoSuccess) return comm_fail(ddp, fn, "summing the batch sizes", res);
+  /* Every rank's n, summed here with an overflow check: every rank sees the same numbers, so all
+   * reach the same verdict (a wrapped sum would weight the gradients wrongly, silently). */
+  const uint64_t mine = n;
+  uint64_t* all = malloc(sizeof(uint64_t) * (size_t)ddp->nranks);
+  if (!all) return fail(ddp, ringoSystemError, "%s: out of memory", fn);
+  res = ringoAllGather(&mine, all, 1, ringoUint64, ddp->comm, NULL);
+  uint64_t total = 0;
+  int overflow = 0;
+  for (int r = 0; res == ringoSuccess && r < ddp->nranks; r++) {
+    overflow |= all[r] > UINT64_MAX - total;
+    total += all[r];
+  }
+  free(all);
+  if (res != ringoSuccess) return comm_fail(ddp, fn, "gathering the batch sizes", res);
+  if (overflow) return fail(ddp, ringoInvalidArgument, "%s: the sum of the ranks' batch sizes overflows 64 bits", fn);
   if (total == 0) return fail(ddp, ringoInvalidArgument, "%s: every rank's batch is empty (sum of n is 0)", fn);
   ddp->weight = (double)mine / (double)total;
   return ringoSuccess;
