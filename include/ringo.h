@@ -73,7 +73,8 @@ RINGO_API ringoResult_t ringoGetUniqueId(ringoUniqueId* id);
 
 /** Creates this process's (or thread's) rank of an nranks communicator. Blocks until all nranks
  * ranks have joined, bounded by RINGO_TIMEOUT seconds.
- * @return ringoSuccess; ringoInvalidArgument (NULL comm, nranks < 1, rank out of range, bad id);
+ * @return ringoSuccess; ringoInvalidArgument (NULL comm, nranks not in [1, 65536], rank out of range,
+ *         bad id);
  *         ringoRemoteError (the root refused us: wrong secret, version, duplicate rank);
  *         ringoTimeout; ringoSystemError. */
 RINGO_API ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUniqueId id, int rank);

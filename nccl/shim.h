@@ -132,6 +132,8 @@ double shim_op_time_us(const struct shim_op* op);
 
 /* 1 device memory, 0 host memory (also when no CUDA runtime is loaded). */
 int shim_is_device_ptr(const void* p);
+/* 1 for memory ringo's device path takes (device or managed, as ringo's own check), else 0. */
+int shim_ringo_device_ptr(const void* p);
 /* The calling thread's CUDA device, -1 without a runtime; and setting it on another thread. */
 int shim_current_device(void);
 void shim_set_device(int device);

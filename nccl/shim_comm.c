@@ -245,6 +245,9 @@ NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   shim_group_recorded_on(comm, 1); /* never to run: its ringo communicator goes below */
   comm_wait_init(comm);
+  pthread_mutex_lock(&comm->lock); /* the record stays, its registrations go (a later deregister is refused) */
+  shim_tokens_free(comm);
+  pthread_mutex_unlock(&comm->lock);
   ringoComm_t rc = comm->rc;
   comm->rc = NULL;
   pthread_mutex_lock(&aborted_lock);

@@ -82,11 +82,11 @@ static ncclResult_t group_close(int run, const char* function) {
 NCCL_EXPORT ncclResult_t ncclGroupEnd(void) { return group_close(1, "ncclGroupEnd"); }
 NCCL_PROFILING_ALIAS(ncclGroupEnd);
 
-/* As NCCL: a NULL simInfo is a plain ncclGroupEnd; one not made with NCCL_SIM_INFO_INITIALIZER
- * still closes the group (dropping its calls) and is then refused. */
+/* As NCCL: a NULL simInfo, or any at an inner level, is a plain ncclGroupEnd; one not made with
+ * NCCL_SIM_INFO_INITIALIZER still closes the outermost group (dropping its calls) and is refused. */
 NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (tl_depth == 0) return shim_fail(NULL, ncclInvalidUsage, "ncclGroupSimulateEnd: no ncclGroupStart to match");
-  if (!simInfo) return group_close(1, "ncclGroupSimulateEnd");
+  if (!simInfo || tl_depth > 1) return group_close(1, "ncclGroupSimulateEnd"); /* NCCL checks the outermost only */
   if (simInfo->magic != RINGO_NCCL_SIM_INFO_MAGIC || simInfo->size < offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float)) {
     group_close(0, "ncclGroupSimulateEnd");
     return shim_fail(NULL, ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo was not made with "

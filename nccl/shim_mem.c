@@ -65,11 +65,20 @@ static const struct cuda_runtime* runtime(int load) {
   return ok ? &cuda_rt : NULL;
 }
 
-int shim_is_device_ptr(const void* p) {
+/* The pointer's cudaMemoryType: 0 unregistered host memory (also without a runtime), 1 host, 2
+ * device, 3 managed. */
+static int memory_type(const void* p) {
   const struct cuda_runtime* rt = p ? runtime(0) : NULL;
   struct cuda_pointer_attributes a;
   memset(&a, 0, sizeof a);
-  return rt && rt->pointer_attributes(&a, p) == 0 && a.type == 2;
+  return rt && rt->pointer_attributes(&a, p) == 0 ? a.type : 0;
+}
+
+int shim_is_device_ptr(const void* p) { return memory_type(p) == 2; }
+
+int shim_ringo_device_ptr(const void* p) {
+  const int type = memory_type(p);
+  return type == 2 || type == 3;
 }
 
 int shim_current_device(void) {

@@ -148,6 +148,9 @@ TEST(InitRank, BadArgumentsAreRejectedAndTheIdStaysUsable) {
                          Bad{2147483647, 0, "INT_MAX (sized the tables before, seconds of CPU)"}}) {
       EXPECT_EQ(ringoCommInitRank(&comm, b.nranks, id, b.rank), ringoInvalidArgument) << b.what;
       EXPECT_GT(strlen(ringoGetLastError(nullptr)), 0u) << b.what;
+      if (b.nranks < 1 || b.nranks > 65536) {  // refused at the call, before anything is sized by it
+        EXPECT_NE(strstr(ringoGetLastError(nullptr), "is not in [1, 65536]"), nullptr) << ringoGetLastError(nullptr);
+      }
     }
     EXPECT_EQ(ringoCommInitRank(nullptr, 1, id, 0), ringoInvalidArgument) << "NULL comm pointer";
     EXPECT_GT(strlen(ringoGetLastError(nullptr)), 0u);

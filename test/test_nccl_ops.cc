@@ -256,6 +256,11 @@ TEST_F(Calls, GroupSimulateEndRunsNothingAndReportsTheModelTime) {
     ASSERT_EQ(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
     EXPECT_EQ(ncclGroupSimulateEnd(nullptr), ncclSuccess) << ncclGetLastError(nullptr);
     EXPECT_EQ(out[0], 2.0f) << "a NULL simInfo's group must run";
+    // At an inner level NCCL checks nothing: the bad simInfo only closes that level.
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclGroupSimulateEnd(&bad), ncclSuccess);
+    EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
     EXPECT_EQ(ncclGroupSimulateEnd(&sim), ncclInvalidUsage) << "no group open";
     EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   });
@@ -361,6 +366,12 @@ TEST_F(Calls, MemAllocAndRegistration) {
   EXPECT_EQ(ncclCommDeregister(comm[0], nullptr), ncclSuccess) << "NULL is nothing to deregister";
   void* kept = nullptr;  // left registered: freed with the communicator (valgrind's leak check sees it)
   ASSERT_EQ(ncclCommRegister(comm[1], buf.data(), buf.size(), &kept), ncclSuccess);
+  ncclComm_t aborted = nullptr;  // an aborted communicator's record stays, its registrations go
+  ASSERT_EQ(ncclCommInitAll(&aborted, 1, nullptr), ncclSuccess);
+  void* dropped = nullptr;
+  ASSERT_EQ(ncclCommRegister(aborted, buf.data(), buf.size(), &dropped), ncclSuccess);
+  ASSERT_EQ(ncclCommAbort(aborted), ncclSuccess);
+  EXPECT_EQ(ncclCommDeregister(aborted, dropped), ncclInvalidUsage);
   EXPECT_EQ(ncclCommRegister(comm[0], nullptr, 1, &handle), ncclInvalidArgument);
   ncclUniqueId id;
   EXPECT_EQ(ncclCommGetUniqueId(comm[0], &id), ncclSuccess);

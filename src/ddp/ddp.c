@@ -119,27 +119,43 @@ static const char* mem_name(int m) { return m == ringoMemDevice ? "device" : "ho
 
 /* ---- host memory check ----
  * A device pointer registered as host memory, or read-only memory the library will write (the
- * average into grad, rank 0's values into param), must be an error, not a crash in the
- * communication thread. Without CUDA we cannot ask the driver, but a device address is not readable
- * by the host (the driver reserves it inaccessible), so reading one byte through process_vm_readv on
- * ourselves fails with EFAULT where a load would fault; writing it back unchanged through
- * process_vm_writev fails the same way on a read-only page. The first and last byte are probed. */
-static int probe_byte(const void* p, int write) {
+ * average into grad; rank 0's values into param on the other ranks), must be an error, not a crash
+ * in the communication thread. Without CUDA we cannot ask the driver, but a device address is not
+ * readable by the host (the driver reserves it inaccessible), so reading one byte through
+ * process_vm_readv on ourselves fails with EFAULT where a load would fault. Writability is read from
+ * the mapping's flags in /proc/self/maps, never by writing (a write-back would race with the
+ * owner's writes and dirty shared file mappings). The first and last byte are checked. */
+static int probe_byte(const void* p) {
   char byte;
   struct iovec local = {&byte, 1}, remote = {(void*)(uintptr_t)p, 1};
-  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
-    return errno != EFAULT; /* ENOSYS / EPERM (seccomp): the probe is unavailable, trust the caller */
-  if (!write || process_vm_writev(getpid(), &local, 1, &remote, 1, 0) == 1) return 1;
-  return errno != EFAULT;
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1) return 1;
+  return errno != EFAULT; /* ENOSYS / EPERM (seccomp): the probe is unavailable, trust the caller */
 }
 
-static int host_access(const void* p, size_t bytes, int write) {
-  return bytes == 0 || (probe_byte(p, write) && probe_byte((const char*)p + bytes - 1, write));
+static int host_readable(const void* p, size_t bytes) {
+  return bytes == 0 || (probe_byte(p) && probe_byte((const char*)p + bytes - 1));
 }
 
-/* The first of grad and param (grad, then param) that fails host_access, or NULL. */
-static const char* host_unusable(const void* grad, const void* param, size_t bytes, int write) {
-  return !host_access(grad, bytes, write) ? "grad" : !host_access(param, bytes, write) ? "param" : NULL;
+/* Whether the mappings holding the first and last byte of [p, p + bytes) are writable; 1 when
+ * /proc/self/maps cannot be read (trust the caller, as the read probe does). */
+static int host_writable(const void* p, size_t bytes) {
+  if (bytes == 0) return 1;
+  const uintptr_t ends[2] = {(uintptr_t)p, (uintptr_t)p + bytes - 1};
+  FILE* maps = fopen("/proc/self/maps", "r");
+  if (!maps) return 1;
+  int writable[2] = {0, 0};
+  char line[512];
+  unsigned long lo, hi;
+  char perms[5];
+  while (fgets(line, sizeof line, maps)) {
+    if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3) continue;
+    for (int k = 0; k < 2; k++)
+      if (ends[k] >= lo && ends[k] < hi) writable[k] = perms[1] == 'w';
+    if (!strchr(line, '\n')) /* a path longer than line: skip the rest of it */
+      for (int c = fgetc(maps); c != EOF && c != '\n'; c = fgetc(maps)) {}
+  }
+  fclose(maps);
+  return writable[0] && writable[1];
 }
 
 /* Calls whose collectives must complete before they return cannot be queued in an open group. */
@@ -486,15 +502,18 @@ RINGO_API ringoResult_t ringoDdpRegisterMem(ringoDdp_t ddp, void* grad, void* pa
     const ringoResult_t res = check_device(ddp, fn, i, grad, param, count * esize);
     if (res != ringoSuccess) return res;
   } else {
-    const char* bad = host_unusable(grad, param, count * esize, 0);
+    const size_t bytes = count * esize;
+    const int param_written = ddp->rank != 0 && ddp->nranks > 1; /* rank 0's params are the broadcast's source */
+    const char* bad = !host_readable(grad, bytes) ? "grad" : !host_readable(param, bytes) ? "param" : NULL;
     if (bad)
       return fail(ddp, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is not host memory this process can "
                   "read: a device pointer? register device memory as ringoMemDevice", fn, i, bad,
-                  bad[0] == 'g' ? grad : param, count * esize);
-    if ((bad = host_unusable(grad, param, count * esize, 1)))
+                  bad[0] == 'g' ? grad : param, bytes);
+    bad = !host_writable(grad, bytes) ? "grad" : param_written && !host_writable(param, bytes) ? "param" : NULL;
+    if (bad)
       return fail(ddp, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is read-only memory; ringo writes the "
-                  "average into grad and rank 0's values into param", fn, i, bad, bad[0] == 'g' ? grad : param,
-                  count * esize);
+                  "average into grad and rank 0's values into the other ranks' param", fn, i, bad,
+                  bad[0] == 'g' ? grad : param, bytes);
   }
   if (i == ddp->cap) {
     const int cap = ddp->cap ? 2 * ddp->cap : 16;
@@ -687,23 +706,19 @@ RINGO_API ringoResult_t ringoDdpSetLocalBatch(ringoDdp_t ddp, size_t n) {
   ringoResult_t res = check_usable(ddp, fn, 0, 1);
   if (res == ringoSuccess) res = check_not_grouped(ddp, fn);
   if (res != ringoSuccess) return res;
-  /* Every rank's n, summed here with an overflow check: every rank sees the same numbers, so all
-   * reach the same verdict (a wrapped sum would weight the gradients wrongly, silently). */
-  const uint64_t mine = n;
-  uint64_t* all = malloc(sizeof(uint64_t) * (size_t)ddp->nranks);
-  if (!all) return fail(ddp, ringoSystemError, "%s: out of memory", fn);
-  res = ringoAllGather(&mine, all, 1, ringoUint64, ddp->comm, NULL);
-  uint64_t total = 0;
-  int overflow = 0;
-  for (int r = 0; res == ringoSuccess && r < ddp->nranks; r++) {
-    overflow |= all[r] > UINT64_MAX - total;
-    total += all[r];
-  }
-  free(all);
-  if (res != ringoSuccess) return comm_fail(ddp, fn, "gathering the batch sizes", res);
-  if (overflow) return fail(ddp, ringoInvalidArgument, "%s: the sum of the ranks' batch sizes overflows 64 bits", fn);
+  /* n in two 32-bit halves, each summed in 64 bits: with at most 65536 ranks neither sum can wrap,
+   * so every rank finds exactly whether the whole sum fits (a wrapped sum would weight the
+   * gradients wrongly, silently). */
+  const uint64_t mine[2] = {(uint64_t)n & 0xffffffffu, (uint64_t)n >> 32};
+  uint64_t sum[2] = {0, 0};
+  res = ringoAllReduce(mine, sum, 2, ringoUint64, ringoSum, ddp->comm, NULL);
+  if (res != ringoSuccess) return comm_fail(ddp, fn, "summing the batch sizes", res);
+  const uint64_t high = sum[1] + (sum[0] >> 32);
+  if (high > 0xffffffffu)
+    return fail(ddp, ringoInvalidArgument, "%s: the sum of the ranks' batch sizes overflows 64 bits", fn);
+  const uint64_t total = (high << 32) | (sum[0] & 0xffffffffu);
   if (total == 0) return fail(ddp, ringoInvalidArgument, "%s: every rank's batch is empty (sum of n is 0)", fn);
-  ddp->weight = (double)mine / (double)total;
+  ddp->weight = (double)n / (double)total;
   return ringoSuccess;
 }
 
