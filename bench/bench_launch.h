@@ -60,10 +60,10 @@ static int launch_wait(pid_t* pids, int n, double timeout_s) {
   while (alive > 0 && !reap(pids, n, &alive, &deadline, &code)) {
     double left = deadline - now_s();
     if (alive == 0) break;
-    if (left <= 0) {
+    if (!(left > 0)) { /* NaN too: it would make a garbage timespec, and sigtimedwait would spin */
       fprintf(stderr, "ringo-bench: timed out: ranks");
       for (int r = 0; r < n; r++) if (pids[r] > 0) fprintf(stderr, " %d", r);
-      fprintf(stderr, " still running (--timeout %.0f s, or %.0f s after a rank finished); killing them\n",
+      fprintf(stderr, " still running (--timeout %g s, or %.0f s after a rank finished); killing them\n",
               timeout_s, EXIT_GRACE_S);
       code = EXIT_LAUNCH;
       break;

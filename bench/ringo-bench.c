@@ -54,7 +54,7 @@ static void usage(FILE* f) {
           "                        which reduces and sends the result back (sets RINGO_ALGO)\n"
           "      --mpi             one rank per process via MPI even if no mpirun variables are\n"
           "                        seen (they are detected: OMPI_COMM_WORLD_SIZE, PMI_RANK, ...)\n"
-          "      --timeout S       kill the ranks if the run takes longer (default 600)\n"
+          "      --timeout S       kill the ranks if the run takes longer (default 600, at most 1e6)\n"
           "  -h, --help            this text\n",
           1e3 * ITER_BUDGET_S / MIN_AUTO_ITERS / 4, MIN_AUTO_ITERS);
 }
@@ -66,7 +66,20 @@ static void bad_arg(const char* what, const char* arg) {
 
 static size_t parse_bytes(const char* s) {
   size_t v = 0;
-  if (!bench_parse_bytes(s, 1e18, &v)) bad_arg("size", s);
+  if (!bench_parse_bytes(s, 1e18, &v)) bad_arg("size (whole bytes up to 1e18, K/M/G suffixes: 4096, 64K, 1G)", s);
+  return v;
+}
+
+/* The largest --timeout: about 11 days, and within alarm()'s unsigned seconds under mpirun. */
+#define MAX_TIMEOUT_S 1e6
+
+/* --timeout: a plain number of seconds in (0, MAX_TIMEOUT_S], all of it ("5x", "nan" and 0 refused: a NaN
+ * deadline would leave the launcher spinning with no timeout). */
+static double parse_timeout(const char* s) {
+  char* end = NULL;
+  double v = 0;
+  if (!bench_lead_number(s, &end, &v) || *end || !(v > 0 && v <= MAX_TIMEOUT_S))
+    bad_arg("--timeout (seconds above 0, at most 1e6: 600, 0.5)", s);
   return v;
 }
 
@@ -115,7 +128,7 @@ static void apply_opt(struct opts* o, int c, const char* arg) {
               o->coll = colls[0]; break;
     case 'B': o->bound = 1; break;
     case 'Q': o->barrier = 1; break;
-    case 'T': o->timeout_s = atof(arg); if (o->timeout_s <= 0) bad_arg("timeout", arg); break;
+    case 'T': o->timeout_s = parse_timeout(arg); break;
     case 'M': if (!strncmp(arg, "ringo:", 6)) {
                 if (!alt_settings_valid(arg + 6)) bad_arg("--compare ringo: settings (RINGO_VAR=VALUE,...)", arg);
                 o->compare = CMP_ALT;
@@ -152,7 +165,11 @@ static void parse_args(struct opts* o, int argc, char** argv) {
   while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:o:d:r:J:N:C:h", longs, NULL)) != -1) apply_opt(o, c, optarg);
   if (optind < argc) bad_arg("argument", argv[optind]);
   if (!o->stepfactor && !o->stepbytes) bad_arg("step bytes", "0");
-  if (o->minbytes > o->maxbytes) bad_arg("-b larger than -e", argv[0]);
+  if (o->minbytes > o->maxbytes) {
+    fprintf(stderr, "ringo-bench: bad sizes: -b %zu bytes is larger than -e %zu bytes (each is 32M unless given; "
+            "try -h)\n", o->minbytes, o->maxbytes);
+    exit(EXIT_USAGE);
+  }
   /* Under mpirun the rank count is known only after launch, where launch_mpi() checks the root. */
   if (o->root >= o->nranks && !o->force_mpi && !under_mpirun()) bad_arg("root (must be below -N)", "-r");
   if (!coll_has_op(o->coll)) o->nops = 1; /* one "none" op */

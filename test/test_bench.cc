@@ -272,4 +272,38 @@ TEST(Bench, BadFlagsAreRefusedWithTheUsageCode) {
   }
 }
 
+// Sizes are whole bytes after their unit and --timeout a whole number of seconds, all of it, finite:
+// -b 2.5 ran a 2-byte row and 1e-5 a 0-byte one, -e nan asked for 2^63 bytes, --timeout 5x ran as 5 and
+// --timeout nan left the launcher spinning with no timeout. Each is refused before a rank starts (the
+// time limit stops a run that is not). 1e3, 0x10 and 4K stay sizes, and -b above -e names both.
+TEST(Bench, RefusesSizesAndTimeoutsItWouldCut) {
+  for (const char* args : {"-d int8 -b 2.5 -e 2.5", "-d int8 -b 1e-5 -e 1e-5", "-b 8 -e nan", "-b nan -e 64",
+                           "-b 8 -e inf", "-b 8 -e 8 --timeout 5x", "-b 8 -e 8 --timeout nan",
+                           "-b 8 -e 8 --timeout 0", "-b 8 -e 8 --timeout inf", "-b 8 -e 8 --timeout -1"}) {
+    const ToolRun r = ringo_test::RunTool("ringo-bench", std::string(args) + " -N 2 -n 1 -w 0", 60);
+    EXPECT_EQ(2, r.status) << args << ":\n" << r.out;
+    EXPECT_NE(r.out.find("ringo-bench: bad "), std::string::npos) << args << ":\n" << r.out;
+  }
+  const ToolRun order = RunBench("-b 2M -e 1M");
+  EXPECT_EQ(2, order.status) << order.out;
+  EXPECT_NE(order.out.find("-b 2097152 bytes is larger than -e 1048576 bytes"), std::string::npos) << order.out;
+  const ToolRun ok = RunBench("-N 2 -b 0x10 -e 1e3 -f 4 -n 1 -w 0");
+  ASSERT_EQ(0, ok.status) << ok.out;
+  const auto rows = Rows(ok.out);
+  ASSERT_EQ(3u, rows.size()) << ok.out;
+  EXPECT_EQ("16", rows[0][0]);
+  EXPECT_EQ("256", rows[2][0]);
+  const ToolRun kilo = RunBench("-N 2 -d int8 -b 2.5K -e 4K -n 1 -w 0");
+  ASSERT_EQ(0, kilo.status) << kilo.out;
+  ASSERT_EQ(1u, Rows(kilo.out).size()) << kilo.out;
+  EXPECT_EQ("2560", Rows(kilo.out)[0][0]);
+}
+
+// The timeout message gives --timeout as given: 0.5 was printed as "--timeout 0 s".
+TEST(Bench, TimeoutSaysTheTimeoutGiven) {
+  const ToolRun r = ringo_test::RunTool("ringo-bench", "-N 2 -b 16M -e 16M -n 100000 -w 0 --timeout 0.5", 60);
+  EXPECT_EQ(4, r.status) << r.out;
+  EXPECT_NE(r.out.find("(--timeout 0.5 s,"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -1,6 +1,6 @@
 // test_model.cc — checks src/model.c against the seed's worked example (4.0 GB, 1.75, 7.0 GB, 35 ms; at
 // N = 64 ~1.97, ~7.9 GB vs 252 GB at a naive root), the latency term, the crossover and the units; and
-// what the ringo-model tool refuses.
+// what the ringo-model tool refuses (what it would cut or could not print meaningfully).
 // Run: make test (or build/test/test_model).
 #include <gtest/gtest.h>
 
@@ -36,17 +36,16 @@ ringo_model_input SeedExample(int nranks) {
   return in;
 }
 
-std::string Bytes(double b) {
-  char buf[32];
-  ringo_model_format_bytes(b, buf, sizeof buf);
+// All a formatter writes: the buffer is roomier than any text it should write, so a cut one shows.
+std::string Formatted(void (*format)(double, char*, size_t), double v) {
+  char buf[64];
+  format(v, buf, sizeof buf);
   return buf;
 }
 
-std::string Seconds(double s) {
-  char buf[32];
-  ringo_model_format_seconds(s, buf, sizeof buf);
-  return buf;
-}
+std::string Bytes(double b) { return Formatted(ringo_model_format_bytes, b); }
+
+std::string Seconds(double s) { return Formatted(ringo_model_format_seconds, s); }
 
 TEST(Model, SeedWorkedExampleAtEightRanks) {
   const double d = 1e9 * 4;  // 1e9 fp32 parameters
@@ -194,6 +193,43 @@ TEST(ModelTool, RefusesFractionalRanksAndAZeroBandwidth) {
   const ringo_test::ToolRun ok = ringo_test::RunTool("ringo-model", "-b 1MB -N 4 -B 1GB/s");
   EXPECT_EQ(ok.status, 0) << ok.out;
   EXPECT_NE(ok.out.find("N = 4 ranks"), std::string::npos) << ok.out;
+}
+
+// Whatever the magnitude, the formatters write the whole number and its unit within RINGO_MODEL_TEXT_CAP:
+// 1e100 bytes was cut to 31 digits with no unit, a 1e100 s latency likewise.
+TEST(Model, FormattersNeverCutANumberOrDropItsUnit) {
+  const double inf = HUGE_VAL;
+  for (double b : {0.0, 999.0, 999.96, 4e9, 999.96e24, 1e27, 1e100, 1e300, -1e300, inf, -inf, std::nan("")}) {
+    EXPECT_LT(Bytes(b).size(), static_cast<size_t>(RINGO_MODEL_TEXT_CAP)) << b << ": " << Bytes(b);
+    EXPECT_EQ(Bytes(b).back(), 'B') << b << ": " << Bytes(b);
+  }
+  EXPECT_EQ(Bytes(1e18), "1.0 EB");
+  EXPECT_EQ(Bytes(1e21), "1.0 ZB");
+  for (double s : {0.0, 1e-300, 1e-12, 5e-6, 0.035, 999999999.99, 1e9, 1e100, -1e300, inf, std::nan("")}) {
+    EXPECT_LT(Seconds(s).size(), static_cast<size_t>(RINGO_MODEL_TEXT_CAP)) << s << ": " << Seconds(s);
+    EXPECT_EQ(Seconds(s).back(), 's') << s << ": " << Seconds(s);
+  }
+  EXPECT_EQ(Seconds(1e100), "1e+100 s");
+  EXPECT_EQ(Seconds(1e-12), "0.001 ns");
+}
+
+// What the tool cannot print meaningfully it refuses, saying why, instead of "inf PB", "0 B/s" or a
+// number cut to 31 digits; and --bytes with --params is refused, not silently ignored.
+TEST(ModelTool, RefusesValuesBeyondWhatItPrintsAndBothSizes) {
+  for (const char* args : {"-p 1e308 -d float64 -B 200GB/s", "-b 1e100 -B 200GB/s", "-b 4GB -B 1e-300 -l 1us",
+                           "-b 4GB -B 200GB/s -l 1e100", "-b 0.5", "-p 1e18 -d float64", "-b 4GB -B 1e300"}) {
+    const ringo_test::ToolRun r = ringo_test::RunTool("ringo-model", args);
+    EXPECT_EQ(r.status, 2) << args << ":\n" << r.out;
+    EXPECT_NE(r.out.find("is outside what the model prints"), std::string::npos) << args << ":\n" << r.out;
+  }
+  const ringo_test::ToolRun both = ringo_test::RunTool("ringo-model", "-b 4GB -p 1e9 -B 200GB/s");
+  EXPECT_EQ(both.status, 2) << both.out;
+  EXPECT_NE(both.out.find("not both"), std::string::npos) << both.out;
+  const ringo_test::ToolRun seed =
+      ringo_test::RunTool("ringo-model", "--params 1e9 --dtype float32 --nranks 8 --bw 200GB/s");
+  EXPECT_EQ(seed.status, 0) << seed.out;
+  EXPECT_NE(seed.out.find("= 7.0 GB (and as much received)"), std::string::npos) << seed.out;
+  EXPECT_NE(seed.out.find("= 35.0 ms per all-reduce"), std::string::npos) << seed.out;
 }
 
 }  // namespace

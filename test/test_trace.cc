@@ -1,7 +1,8 @@
 // test_trace.cc — RINGO_TRACE on real multi-rank runs (forked ranks, test/harness.h): the file parses as
 // JSON once closed, has one track per rank, (2N-1) x slices events per rank per all-reduce, ring peers,
 // sends matched by receives, no overlap within a rank; and `ringo-trace --timeline` reads such a file
-// (counts, the law, one box per event, one arrow per hand-off). Run: make test (or build/test/test_trace).
+// (counts, the law, one box per event, one arrow per hand-off), and refuses what it cannot draw or would
+// cut (times past its axis, numbers such as -n 2.5). Run: make test (or build/test/test_trace).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -462,6 +463,52 @@ TEST(TraceTimeline, RefusesWhatIsNotATrace) {
   const ringo_test::ToolRun missing = ringo_test::RunTool("ringo-trace", "--timeline " + path);
   EXPECT_EQ(missing.status, 1) << missing.out;
   EXPECT_NE(missing.out.find("cannot open"), std::string::npos) << missing.out;
+}
+
+// Times the axis cannot draw are refused, naming the event: a ts past 2^53 us (ts + 1 rounds back to ts,
+// a span of 0), an infinite, NaN or negative dur. Those were drawn forever, the SVG growing by
+// ~150 MB/s, so each run has a time limit. A ts near the largest allowed still draws, its ticks few.
+TEST(TraceTimeline, RefusesTimesItCannotDrawAndNeverDrawsForever) {
+  const std::string path = FreshPath(400), svg = path + ".svg";
+  const auto write = [&](const std::string& times) {
+    std::ofstream(path) << "[{\"ph\":\"X\",\"pid\":0," << times
+                        << ",\"name\":\"reduce-scatter step 0\",\"args\":{\"seq\":0}}]";
+  };
+  for (const char* times : {"\"ts\":1e17,\"dur\":1", "\"ts\":0,\"dur\":1e400", "\"ts\":0,\"dur\":-nan",
+                            "\"ts\":0,\"dur\":-5", "\"ts\":-1e300,\"dur\":1"}) {
+    write(times);
+    // Drawn to /dev/null: a tool that loops again fills no disk before its time limit.
+    const ringo_test::ToolRun r = ringo_test::RunTool("ringo-trace", "--timeline " + path + " --svg /dev/null -q", 10);
+    EXPECT_EQ(r.status, 1) << times << ":\n" << r.out;
+    EXPECT_NE(r.out.find("event 1 (\"reduce-scatter step 0\" of rank 0, collective 0)"), std::string::npos)
+        << times << ":\n" << r.out;
+    EXPECT_NE(r.out.find("times must be finite"), std::string::npos) << times << ":\n" << r.out;
+  }
+  write("\"ts\":3e15,\"dur\":1");
+  const ringo_test::ToolRun far =
+      ringo_test::RunTool("ringo-trace", "--timeline " + path + " --svg " + svg + " -q", 20);
+  EXPECT_EQ(far.status, 0) << far.out;
+  const std::string drawn = ringo_test::ReadFile(svg);
+  EXPECT_EQ(ringo_test::CountOf(drawn, "<title>rank "), 1u);
+  EXPECT_LT(drawn.size(), 100000u) << "a tick loop that ran away";
+  unlink(path.c_str());
+  unlink(svg.c_str());
+}
+
+// Numbers on the command line are read whole or refused with the usage code, never cut or ignored:
+// atoi took -n 2.5 as 2 and 4abc as 4, atoll -c 1e3 as 1, atof --zoom nan, and sscanf dropped --seq garbage.
+TEST(TraceTool, RefusesNumbersItWouldCutOrIgnore) {
+  for (const char* args : {"-n 2.5", "-n 4abc", "-n 1", "-n 33", "-n 4 -c 2.5", "-n 4 -c 1e3", "-n 4 -c 4Q",
+                           "-n 4 -c 99999999999999999999999", "-n 4 -c -1", "-n 4 --zoom 2x", "-n 4 --zoom nan",
+                           "-n 4 --zoom 0", "-n 4 --seq garbage", "-n 4 --seq 3-1", "-n 4 --seq 1-",
+                           "-n 4 --seq 1-2-3"}) {
+    const ringo_test::ToolRun r = ringo_test::RunTool("ringo-trace", std::string(args) + " -q", 20);
+    EXPECT_EQ(r.status, 2) << args << ":\n" << r.out;
+    EXPECT_NE(r.out.find("ringo-trace: bad "), std::string::npos) << args << ":\n" << r.out;
+  }
+  const ringo_test::ToolRun ok = ringo_test::RunTool("ringo-trace", "-n 5 -c 12 --zoom 1.5", 20);
+  EXPECT_EQ(ok.status, 0) << ok.out;
+  EXPECT_NE(ok.out.find("count = 12 elements"), std::string::npos) << ok.out;
 }
 
 }  // namespace

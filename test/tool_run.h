@@ -1,7 +1,7 @@
 // tool_run.h — runs one of the tools built beside the tests (build/bin/NAME, or the sanitizer build's)
 // and keeps its exit code and output, for the tests that check a tool end to end; and reads the
 // hand-off arrows out of a `ringo-trace --timeline --svg` drawing.
-// Header-only; used by test/test_bench.cc, test/test_trace.cc and test/mpi/test_mpi_two_level.cc.
+// Header-only; used by test/test_bench.cc, test/test_model.cc, test/test_trace.cc and test/mpi/test_mpi_two_level.cc.
 #ifndef RINGO_TEST_TOOL_RUN_H_
 #define RINGO_TEST_TOOL_RUN_H_
 
@@ -32,9 +32,12 @@ struct ToolRun {
   std::string out;  // stdout and stderr
 };
 
-inline ToolRun RunTool(const std::string& name, const std::string& args) {
+// limit_s > 0: the tool is killed after that many seconds (status 124, or 137 if it ignored the TERM),
+// so a tool that would run forever fails its test instead of hanging the suite.
+inline ToolRun RunTool(const std::string& name, const std::string& args, int limit_s = 0) {
   ToolRun r;
-  const std::string cmd = ToolPath(name) + " " + args + " 2>&1";
+  const std::string limit = limit_s > 0 ? "timeout -k 2 " + std::to_string(limit_s) + " " : "";
+  const std::string cmd = limit + ToolPath(name) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];

@@ -9,10 +9,14 @@
 #include <string.h>
 
 #include "sched/schedule.h"
+#include "tool_args.h"
 #include "trace_svg.h"
 #include "trace_timeline.h"
 
 #define MAX_N 32
+/* --zoom's range: rsvg-convert draws a PNG that many times the SVG's size (about 1200 pixels wide). */
+#define MIN_ZOOM 0.05
+#define MAX_ZOOM 16.0
 
 /* What one rank has for one chunk: the ranks whose values it sums, in the ring order they were
  * added, starting from `start` (the rank the chunk left first). Empty mask: nothing. */
@@ -459,17 +463,17 @@ static void usage(FILE* f) {
           "usage: ringo-trace -n N [-c COUNT] [--svg FILE] [--png FILE]\n"
           "       ringo-trace --timeline TRACE.json [--seq A[-B]] [--svg FILE] [--png FILE]\n"
           "  -n, --nranks N      ranks in the ring (2..%d): print every step of the all-reduce\n"
-          "  -c, --count C       elements in the vector: also print each chunk's elements\n"
+          "  -c, --count C       elements in the vector (a whole number): also print each chunk's elements\n"
           "      --svg FILE      draw it as SVG (one panel per step, or the timeline)\n"
           "      --png FILE      draw it as PNG, keeping the SVG beside it (needs rsvg-convert:\n"
           "                      apt-get install librsvg2-bin)\n"
-          "      --zoom Z        PNG scale factor (default 1)\n"
+          "      --zoom Z        PNG scale factor, %g to %g (default 1)\n"
           "  -q, --quiet         draw only, print nothing\n"
           "  -t, --timeline F    read a RINGO_TRACE file (RINGO_TRACE=F any-ringo-program) and draw it:\n"
           "                      one track per rank, one box per step and slice\n"
           "      --seq A[-B]     only collectives A..B of each communicator (default: all)\n"
           "  -h, --help          this text\n",
-          MAX_N);
+          MAX_N, MIN_ZOOM, MAX_ZOOM);
 }
 
 /* The SVG to write: --svg, or the PNG's name with .svg. */
@@ -513,6 +517,37 @@ static int ring_main(int n, size_t count, const char* svg, const char* png, doub
   return ok ? 0 : 1;
 }
 
+/* A flag's value refused, with what it takes: the usage code. */
+static void bad_arg(const char* flag, const char* given, const char* what, double lo, double hi) {
+  fprintf(stderr, "ringo-trace: bad %s '%s': give %s from %.16g to %.16g (try -h)\n", flag, given, what, lo, hi);
+  exit(2);
+}
+
+/* A whole-number flag in [lo, hi]; anything else ends the program (tool_args.h). */
+static double whole_arg(const char* flag, const char* text, double lo, double hi, const char* what) {
+  double v = 0;
+  if (!tool_parse_number(text, 1, lo, hi, &v)) bad_arg(flag, text, what, lo, hi);
+  return v;
+}
+
+/* --seq A or A-B: collectives A..B, whole numbers with A <= B; anything else is refused whole. */
+static void parse_seq(const char* text, long* lo, long* hi) {
+  char first[32];
+  const char* dash = strchr(text, '-');
+  const size_t len = dash ? (size_t)(dash - text) : strlen(text);
+  double a = 0, b = 0;
+  int ok = len < sizeof first;
+  if (ok) {
+    memcpy(first, text, len);
+    first[len] = '\0';
+  }
+  ok = ok && tool_parse_number(first, 1, 0, TOOL_MAX_WHOLE, &a);
+  ok = ok && (!dash || tool_parse_number(dash + 1, 1, a, TOOL_MAX_WHOLE, &b));
+  if (!ok) bad_arg("--seq", text, "A or A-B (collectives A..B, A <= B), whole numbers", 0, TOOL_MAX_WHOLE);
+  *lo = (long)a;
+  *hi = dash ? (long)b : *lo;
+}
+
 int main(int argc, char** argv) {
   static const struct option longs[] = {
       {"nranks", required_argument, 0, 'n'}, {"count", required_argument, 0, 'c'},
@@ -521,22 +556,23 @@ int main(int argc, char** argv) {
       {"timeline", required_argument, 0, 't'}, {"seq", required_argument, 0, 's'},
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   int n = 0, quiet = 0, opt;
-  long long count = 0;
+  size_t count = 0;
   long seq_lo = 0, seq_hi = -1;
   double zoom = 1;
   const char *svg = NULL, *png = NULL, *timeline = NULL;
   while ((opt = getopt_long(argc, argv, "n:c:qt:h", longs, NULL)) != -1) {
     switch (opt) {
-      case 'n': n = atoi(optarg); break;
-      case 'c': count = atoll(optarg); break;
+      case 'n': n = (int)whole_arg("-n", optarg, 2, MAX_N, "the ranks, a whole number"); break;
+      case 'c': count = (size_t)whole_arg("-c", optarg, 0, TOOL_MAX_WHOLE, "the elements, a whole number"); break;
       case 'S': svg = optarg; break;
       case 'P': png = optarg; break;
-      case 'z': zoom = atof(optarg); break;
+      case 'z':
+        if (!tool_parse_number(optarg, 0, MIN_ZOOM, MAX_ZOOM, &zoom))
+          bad_arg("--zoom", optarg, "a scale factor", MIN_ZOOM, MAX_ZOOM);
+        break;
       case 'q': quiet = 1; break;
       case 't': timeline = optarg; break;
-      case 's':
-        if (sscanf(optarg, "%ld-%ld", &seq_lo, &seq_hi) == 1) seq_hi = seq_lo;
-        break;
+      case 's': parse_seq(optarg, &seq_lo, &seq_hi); break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
@@ -545,10 +581,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "ringo-trace: give -n N with 2 <= N <= %d, or --timeline FILE\n", MAX_N);
     return 2;
   }
-  if (optind < argc || zoom <= 0 || count < 0 || (timeline && n != 0)) {
+  if (optind < argc || (timeline && n != 0)) {
     usage(stderr);
     return 2;
   }
   if (timeline) return timeline_main(timeline, seq_lo, seq_hi, svg, png, zoom, quiet);
-  return ring_main(n, (size_t)count, svg, png, zoom, quiet);
+  return ring_main(n, count, svg, png, zoom, quiet);
 }

@@ -7,6 +7,7 @@
 #define RINGO_TRACE_TIMELINE_H_
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,10 @@ static void js_skip(struct json* j, int depth) {
   }
 }
 
+/* A number field as a long; -1 (no rank, no peer, before any collective) for what a long cannot hold
+ * (NaN, inf, 1e300), whose conversion C leaves undefined. */
+static long tl_long(double v) { return v > -1e15 && v < 1e15 ? (long)v : -1; }
+
 /* One value of an event (in_args: inside its "args" object); values of other shapes are skipped. */
 static void js_field(struct json* j, const char* key, struct tl_event* e, int in_args) {
   const int c = js_peek(j);
@@ -141,17 +146,17 @@ static void js_field(struct json* j, const char* key, struct tl_event* e, int in
     js_expect(j, '}');
   } else if (c == '-' || (c >= '0' && c <= '9')) {
     const double v = js_number(j);
-    if (!in_args && strcmp(key, "pid") == 0) e->pid = (int)v;
+    if (!in_args && strcmp(key, "pid") == 0) e->pid = tl_long(v) <= INT_MAX ? (int)tl_long(v) : -1;
     else if (!in_args && strcmp(key, "ts") == 0) e->ts = v;
     else if (!in_args && strcmp(key, "dur") == 0) e->dur = v;
-    else if (in_args && strcmp(key, "seq") == 0) e->seq = (long)v;
-    else if (in_args && strcmp(key, "chunk") == 0) e->chunk = (long)v;
-    else if (in_args && strcmp(key, "slice") == 0) e->slice = (long)v;
+    else if (in_args && strcmp(key, "seq") == 0) e->seq = tl_long(v);
+    else if (in_args && strcmp(key, "chunk") == 0) e->chunk = tl_long(v);
+    else if (in_args && strcmp(key, "slice") == 0) e->slice = tl_long(v);
     else if (in_args && strcmp(key, "bytes") == 0) e->bytes = v;
-    else if (in_args && strcmp(key, "from") == 0) e->from = (long)v;
-    else if (in_args && strcmp(key, "to") == 0) e->to = (long)v;
-    else if (in_args && strcmp(key, "step") == 0) e->step_arg = (long)v;
-    else if (in_args && strcmp(key, "part") == 0) e->part = (long)v;
+    else if (in_args && strcmp(key, "from") == 0) e->from = tl_long(v);
+    else if (in_args && strcmp(key, "to") == 0) e->to = tl_long(v);
+    else if (in_args && strcmp(key, "step") == 0) e->step_arg = tl_long(v);
+    else if (in_args && strcmp(key, "part") == 0) e->part = tl_long(v);
   } else {
     js_skip(j, 1);
   }
@@ -293,10 +298,13 @@ static const struct tl_event* tl_receiver(const struct tl_view* v, const struct 
 static void tl_axis(FILE* f, const struct tl_view* v) {
   const double span = v->t1 - v->t0, raw = span / 8, mag = pow(10, floor(log10(raw)));
   const double step = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
+  /* About 8 ticks. Counted, not stepped to the span: a step of 0, inf or NaN (a span of 0 or inf, which
+   * tl_times_ok keeps out) or one too small to move t would otherwise never reach the end. */
+  const int ticks = step > 0 && isfinite(step) && isfinite(span) ? (int)fmin(span * 1.0001 / step, 20) : 0;
   const double bottom = tl_y(v, v->ranks) - v->gap + 6;
   svg_line(f, v->left, bottom, v->left + v->width, bottom, "#444444", 1, 1, -1);
-  for (double t = 0; t <= span * 1.0001; t += step) {
-    const double x = tl_x(v, v->t0 + t);
+  for (int k = 0; k <= ticks; k++) {
+    const double t = k * step, x = tl_x(v, v->t0 + t);
     svg_line(f, x, v->top - 4, x, bottom + 4, "#e4e4e4", 1, 1, -1);
     svg_text(f, x, bottom + 18, 11, "middle", "normal", "#444444", "%g", t);
   }
@@ -415,6 +423,22 @@ static void tl_steps(struct tl_view* v) {
   }
 }
 
+/* The largest |ts| and dur drawn, in us (127 years): below 2^52, where a double still tells times 1 us
+ * apart, so a file's span is never 0 after rounding, nor inf. */
+#define TL_MAX_US 4e15
+
+/* A step event's times are drawable: finite, dur >= 0, both within TL_MAX_US (NaN fails every test). */
+static int tl_times_ok(const struct tl_event* e) {
+  return fabs(e->ts) <= TL_MAX_US && e->dur >= 0 && e->dur <= TL_MAX_US;
+}
+
+/* Why the file is refused: which event (1 for the array's first), and the times it has. */
+static void tl_bad_times(const char* file, long i, const struct tl_event* e) {
+  fprintf(stderr, "ringo-trace: %s: event %ld (\"%s\" of rank %d, collective %ld) has ts %g us, dur %g us: ", file,
+          i + 1, e->name, e->pid, e->seq, e->ts, e->dur);
+  fprintf(stderr, "times must be finite, dur >= 0 and both within %g us\n", TL_MAX_US);
+}
+
 static int timeline_main(const char* file, long seq_lo, long seq_hi, const char* svg, const char* png, double zoom,
                          int quiet) {
   struct tl_event* all = NULL;
@@ -426,6 +450,11 @@ static int timeline_main(const char* file, long seq_lo, long seq_hi, const char*
     if (all[i].ph != 'X' || all[i].seq < seq_lo || (seq_hi >= 0 && all[i].seq > seq_hi) || all[i].pid < 0 ||
         all[i].pid >= 4096)
       continue;
+    if (!tl_times_ok(&all[i])) {
+      tl_bad_times(file, i, &all[i]);
+      free(all);
+      return 1;
+    }
     if (strcmp(all[i].prim, "one-shot") == 0 || strcmp(all[i].prim, "two-phase") == 0) oneshot++;
     else all[v.n++] = all[i];
   }

@@ -146,10 +146,17 @@ ringoResult_t ringo_model_parse_dtype(const char* text, size_t* elem_bytes) {
   return bad("a datatype", text, "float32, float16, bfloat16, float64, int8, ... (or fp32, fp16, bf16)");
 }
 
+/* Both formatters write at most 15 characters, so any buffer of 16 holds the whole number and its unit:
+ * values the units cannot hold (negative, not finite, past the largest unit) are written as %.3g. */
 void ringo_model_format_bytes(double bytes, char* buf, size_t cap) {
-  static const char* const units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+  static const char* const units[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB", "ZB", "YB"};
+  const int last = (int)(sizeof units / sizeof units[0]) - 1;
   int u = 0;
-  while (u < 5 && bytes >= 1000.0) {
+  if (!(bytes >= 0 && bytes < 1e27)) { /* 1000 YB: no unit left */
+    snprintf(buf, cap, "%.3g B", bytes);
+    return;
+  }
+  while (u < last && bytes >= 1000.0) {
     bytes /= 1000.0;
     u++;
   }
@@ -158,10 +165,12 @@ void ringo_model_format_bytes(double bytes, char* buf, size_t cap) {
 }
 
 void ringo_model_format_seconds(double seconds, char* buf, size_t cap) {
-  if (seconds >= 1.0) snprintf(buf, cap, "%.2f s", seconds);
+  if (!(seconds >= 0 && seconds < 1e9)) snprintf(buf, cap, "%.3g s", seconds); /* 31 years, or not a time */
+  else if (seconds >= 1.0) snprintf(buf, cap, "%.2f s", seconds);
   else if (seconds >= 1e-3) snprintf(buf, cap, "%.1f ms", seconds * 1e3);
   else if (seconds >= 1e-6) snprintf(buf, cap, "%.1f us", seconds * 1e6);
-  else snprintf(buf, cap, "%.0f ns", seconds * 1e9);
+  else if (seconds >= 1e-9 || seconds == 0) snprintf(buf, cap, "%.0f ns", seconds * 1e9);
+  else snprintf(buf, cap, "%.3g ns", seconds * 1e9);
 }
 
 /* ---- the report ---- */

@@ -44,9 +44,13 @@ ringoResult_t ringo_model_parse_count(const char* text, double* count);
 /* "float32" (or any ringo type name), "fp32", "fp16", "bf16", "fp64": element bytes. */
 ringoResult_t ringo_model_parse_dtype(const char* text, size_t* elem_bytes);
 
-/* "4.0 GB", "7.9 GB", "252.0 GB", "25.0 MB", "512 B": decimal units, one decimal. */
+/* The longest text the two formatters below write, its terminating NUL included: a buffer this size
+ * never cuts a number or its unit. */
+#define RINGO_MODEL_TEXT_CAP 16
+/* "4.0 GB", "7.9 GB", "252.0 GB", "25.0 MB", "512 B": decimal units up to YB, one decimal;
+ * "1e+30 B" past them, "inf B" for what is not finite. */
 void ringo_model_format_bytes(double bytes, char* buf, size_t cap);
-/* "35.0 ms", "5.0 us", "1.20 s". */
+/* "35.0 ms", "5.0 us", "1.20 s"; "3.2e+09 s" from 1e9 s (31 years), "0.001 ns" below 1 ns. */
 void ringo_model_format_seconds(double seconds, char* buf, size_t cap);
 
 /* ---- the worked example, as text ---- */
