@@ -191,7 +191,7 @@ chaos: $(CHAOS_BIN)
 
 $(BUILD)/bin/ddp_train: include/ringo_ddp.h
 $(BUILD)/test-obj/test_ddp.o: bench/mlp.h include/ringo_ddp.h
-$(BUILD)/test/test_bench: $(BUILD)/bin/ringo-bench
+$(BUILD)/test/test_bench: $(BUILD)/bin/ringo-bench $(BUILD)/bin/ddp_train
 $(BUILD)/test/test_model: $(BUILD)/bin/ringo-model
 $(BUILD)/test/test_trace $(BUILD)/test/mpi/test_mpi_two_level: $(BUILD)/bin/ringo-trace
 $(BUILD)/test-obj/test_gpu_bench_data.o: bench/gpu_bench_data.h

@@ -1,7 +1,8 @@
 /* ddp_train.c — a real data-parallel trainer on ringo's DDP layer: the MLP of bench/mlp.h on N forked
  * ranks, each on its shard of every global batch; prints loss and time per step with the gradient
  * all-reduce overlapped with backward, not overlapped, and absent, and how much of it was hidden.
- * Depends on include/ringo.h, include/ringo_ddp.h, bench/mlp.h. Run: build/bin/ddp_train -h. */
+ * Depends on include/ringo.h, include/ringo_ddp.h, bench/mlp.h, bench/bench_args.h. Run: build/bin/ddp_train -h;
+ * its arguments are tested by test/test_bench.cc. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../bench/bench_args.h"
 #include "../bench/launch_id.h"
 #include "../bench/mlp.h"
 #include "ringo.h"
@@ -57,12 +59,23 @@ static void usage(FILE* f) {
           "Lines: <mode> <step> <loss over the global batch> <ms for the step, slowest rank>.\n");
 }
 
-static size_t parse_bytes(const char* s) {
-  char* end;
-  double v = strtod(s, &end);
-  if (*end == 'K' || *end == 'k') v *= 1024;
-  else if (*end == 'M' || *end == 'm') v *= 1048576;
-  return v > 0 ? (size_t)v : 0;
+/* A learning rate: the whole argument, finite and > 0 (strtof would take "0.5x" and "nan"). */
+static int parse_rate(const char* s, float* out) {
+  char* end = NULL;
+  double v;
+  if (!bench_lead_number(s, &end, &v) || *end || !(v > 0) || v > 1e6) return 0;
+  *out = (float)v;
+  return 1;
+}
+
+/* A seed: base-10 digits only, the whole argument (strtoull takes "-1" and "12abc"). */
+static int parse_seed(const char* s, uint64_t* out) {
+  char* end = NULL;
+  errno = 0;
+  const unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[strspn(s, " \t")] == '-') return 0;
+  *out = v;
+  return 1;
 }
 
 static int parse_modes(struct opts* o, char* s) {
@@ -84,7 +97,7 @@ static int parse_modes(struct opts* o, char* s) {
 static int parse_dims(struct opts* o, char* s) {
   int n = 0;
   for (char* tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
-    if (n > MLP_MAX_LAYERS || (o->dims[n] = atoi(tok)) < 1) return -1;
+    if (n > MLP_MAX_LAYERS || !bench_parse_int(tok, 1, 1 << 16, &o->dims[n])) return -1;
     n++;
   }
   o->nlayers = n - 1;
@@ -100,21 +113,28 @@ static int parse(struct opts* o, int argc, char** argv) {
   if (parse_dims(o, dims) || parse_modes(o, modes)) return -1;
   int c;
   while ((c = getopt(argc, argv, "N:B:s:l:m:b:f:r:S:qh")) != -1) {
+    int ok = 1;
     switch (c) {
-      case 'N': o->nranks = atoi(optarg); break;
-      case 'B': o->batch = atoi(optarg); break;
-      case 's': o->steps = atoi(optarg); break;
-      case 'l': if (parse_dims(o, optarg)) return -1; break;
-      case 'm': if (parse_modes(o, optarg)) return -1; break;
-      case 'b': o->bucket_bytes = parse_bytes(optarg); break;
-      case 'f': o->first_bucket_bytes = parse_bytes(optarg); break;
-      case 'r': o->lr = strtof(optarg, NULL); break;
-      case 'S': o->seed = strtoull(optarg, NULL, 10); break;
+      case 'N': ok = bench_parse_int(optarg, 1, 64, &o->nranks); break;
+      case 'B': ok = bench_parse_int(optarg, 1, 1 << 20, &o->batch); break;
+      case 's': ok = bench_parse_int(optarg, 1, 1 << 24, &o->steps); break;
+      case 'l': ok = parse_dims(o, optarg) == 0; break;
+      case 'm': ok = parse_modes(o, optarg) == 0; break;
+      case 'b': ok = bench_parse_bytes(optarg, 1UL << 40, &o->bucket_bytes) && o->bucket_bytes; break;
+      case 'f': ok = bench_parse_bytes(optarg, 1UL << 40, &o->first_bucket_bytes) && o->first_bucket_bytes; break;
+      case 'r': ok = parse_rate(optarg, &o->lr); break;
+      case 'S': ok = parse_seed(optarg, &o->seed); break;
       case 'q': o->quiet = 1; break;
       case 'h': usage(stdout); exit(0);
       default: return -1;
     }
+    if (!ok) {
+      fprintf(stderr, "ddp_train: bad -%c '%s'\n", c, optarg);
+      return -1;
+    }
   }
+  if (o->batch < o->nranks) fprintf(stderr, "ddp_train: -B %d is smaller than -N %d: a rank would have no sample\n",
+                                    o->batch, o->nranks);
   return o->nranks >= 1 && o->nranks <= 64 && o->batch >= o->nranks && o->steps >= 1 ? 0 : -1;
 }
 

@@ -306,4 +306,16 @@ TEST(Bench, TimeoutSaysTheTimeoutGiven) {
   EXPECT_NE(r.out.find("(--timeout 0.5 s,"), std::string::npos) << r.out;
 }
 
+// ddp_train's numbers are whole arguments or refused by name (atoi took "2.5" as 2 and "x" as 0).
+TEST(DdpTrain, RefusesArgumentsItWouldCut) {
+  for (const char* args : {"-N 2.5", "-N x", "-B 64x", "-s 0", "-l 64,1e3,4", "-b 2M5", "-b 0", "-f nan",
+                           "-r nan", "-r 0", "-r 0.5x", "-S -1", "-S 12abc"}) {
+    const ToolRun r = ringo_test::RunTool("ddp_train", std::string(args) + " -q", 60);
+    EXPECT_EQ(2, r.status) << args << ":\n" << r.out;
+    EXPECT_NE(r.out.find("ddp_train: bad -"), std::string::npos) << args << ":\n" << r.out;
+  }
+  const ToolRun ok = ringo_test::RunTool("ddp_train", "-N 2 -B 8 -s 2 -l 8,16,4 -b 1K -f 512 -r 0.25 -S 7 -q", 120);
+  EXPECT_EQ(0, ok.status) << ok.out;
+}
+
 }  // namespace
