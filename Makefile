@@ -33,7 +33,7 @@ TEST_CXXFLAGS = -std=c++17 $(TEST_OPT) $(WARN) -pthread $(SANFLAGS)
 # Except the two suites whose checks walk every element of buffers of millions (collective_cases.h):
 # at -O1 those loops were most of the sanitizer stages' longest tests, and -O2 costs a few seconds
 # of compile to take a third off them (docs/testing.md).
-$(BUILD)/test-obj/test_collectives.o $(BUILD)/test-obj/mpi/test_mpi_ring.o: TEST_OPT := $(patsubst -O1,-O2,$(TEST_OPT))
+%/test_collectives.o %/test_mpi_ring.o: TEST_OPT := $(patsubst -O1,-O2,$(TEST_OPT))
 LDLIBS    := $(MPI_LIBS) -pthread -lrt -lm
 
 LIB_SRC   ?= $(wildcard src/*/*.c)
@@ -216,7 +216,8 @@ $(BUILD)/test/%: $(BUILD)/test-obj/%.o $(TEST_SUPPORT) $(BUILD)/lib/libringo.a
 $(BUILD)/test-obj/mpi/%.o: test/mpi/%.cc $(wildcard test/mpi/*.h test/*.h) $(LIB_HDR) $(BUILD)/build.config
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(TEST_CXXFLAGS) -c $< -o $@
-$(BUILD)/test/mpi/%: $(BUILD)/test-obj/mpi/%.o $(BUILD)/test-obj/mpi/main.o $(BUILD)/lib/libringo.a
+# A static pattern rule: $(BUILD)/test/% (the suites' link, without MPI's main) must never take these.
+$(MPI_TEST_BIN): $(BUILD)/test/mpi/%: $(BUILD)/test-obj/mpi/%.o $(BUILD)/test-obj/mpi/main.o $(BUILD)/lib/libringo.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) $< $(BUILD)/test-obj/mpi/main.o -o $@ $(BUILD)/lib/libringo.a -lgtest $(LDLIBS)
 

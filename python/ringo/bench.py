@@ -5,6 +5,7 @@
 # python/tests/test_bench.py.
 import argparse
 import json
+import math
 import os
 import pathlib
 import statistics
@@ -14,23 +15,66 @@ import tempfile
 import time
 
 
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
 def _bytes(s):
-    s = s.strip().upper().rstrip("B").rstrip("I")
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:], 1)
-    return int(float(s.rstrip("KMG")) * mult)
+    """A count as nccl-tests writes sizes: a number with an optional K/M/G (powers of 1024) and an
+    optional B or iB (4K, 64MiB, 1e3, 2.5K). ValueError unless it is a whole, finite number."""
+    t = s.strip().upper()
+    t = t[:-2] if t.endswith("IB") else t[:-1] if t.endswith("B") else t
+    mult = _UNITS.get(t[-1:], 1)
+    v = float(t[:-1] if t[-1:] in _UNITS else t) * mult  # ValueError on anything else
+    if not math.isfinite(v) or v != int(v) or v < 0:
+        raise ValueError(f"{s!r} is not a whole number of bytes")
+    return int(v)
+
+
+def _checked(convert, what, lo, hi):
+    """An argparse type: convert(s) within [lo, hi], else a clear error (exit 2), never a cut value."""
+    def parse(s):
+        try:
+            v = convert(s)
+        except ValueError:
+            v = None
+        if v is None or not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{s!r}: {what} from {lo} to {hi}")
+        return v
+    return parse
+
+
+def _rank_counts(s):
+    """An argparse type: comma-separated rank counts, each a whole number from 1 to 256."""
+    try:
+        counts = [int(x) for x in s.split(",")]  # ValueError for "2.5", "" or "a"
+    except ValueError:
+        counts = []
+    if not counts or not all(1 <= n <= 256 for n in counts):
+        raise argparse.ArgumentTypeError(f"{s!r}: rank counts, comma-separated, each a whole number from 1 to 256")
+    return counts
 
 
 def _parse(argv):
     p = argparse.ArgumentParser(prog="python -m ringo.bench", description="torch.distributed all-reduce: backend ringo against gloo, then DDP step time")
-    p.add_argument("-N", "--nranks", default="2,4", help="rank counts to run, comma-separated (default 2,4)")
-    p.add_argument("-b", "--minbytes", default="4K", help="smallest all-reduce (default 4K)")
-    p.add_argument("-e", "--maxbytes", default="256M", help="largest all-reduce (default 256M)")
-    p.add_argument("-r", "--reps", type=int, default=5, help="A B rounds per size (default 5; the median is shown)")
-    p.add_argument("--ddp-params", default="20M", help="parameters of the DDP model (default 20M; 0: no DDP run)")
-    p.add_argument("--ddp-steps", type=int, default=10, help="timed DDP steps per backend (default 10)")
+    size = _checked(_bytes, "a size in bytes, a whole number of float32 elements", 4, 1 << 40)
+    p.add_argument("-N", "--nranks", default=[2, 4], type=_rank_counts,
+                   help="rank counts to run, comma-separated (default 2,4)")
+    p.add_argument("-b", "--minbytes", default="4K", type=size, help="smallest all-reduce (default 4K)")
+    p.add_argument("-e", "--maxbytes", default="256M", type=size, help="largest all-reduce (default 256M)")
+    p.add_argument("-r", "--reps", type=_checked(int, "A B rounds", 1, 1000), default=5,
+                   help="A B rounds per size (default 5; the median is shown)")
+    p.add_argument("--ddp-params", default="20M", type=_checked(_bytes, "parameters", 0, 1 << 34),
+                   help="parameters of the DDP model (default 20M; 0: no DDP run)")
+    p.add_argument("--ddp-steps", type=_checked(int, "timed DDP steps", 1, 10000), default=10,
+                   help="timed DDP steps per backend (default 10)")
     p.add_argument("-J", "--json", help="also write every figure as JSON to this file")
     p.add_argument("--worker", help=argparse.SUPPRESS)
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.minbytes % 4 or args.maxbytes % 4:
+        p.error(f"-b {args.minbytes} and -e {args.maxbytes} must be whole float32 elements (multiples of 4 bytes)")
+    if args.minbytes > args.maxbytes:
+        p.error(f"-b {args.minbytes} bytes is larger than -e {args.maxbytes} bytes")
+    return args
 
 
 # --- one rank ----------------------------------------------------------------------------------------
@@ -84,8 +128,8 @@ def _slowest(values, dist):
 
 def _sweep(dist, torch, args, gloo, comm):
     n = dist.get_world_size()
-    rows, size = [], _bytes(args.minbytes)
-    while size <= _bytes(args.maxbytes):
+    rows, size = [], args.minbytes
+    while size <= args.maxbytes:
         t = torch.zeros(size // 4)
         # Warm-up (links, buffers, first touch of the pages), which also sizes each one's rounds.
         # ringo's round and its C round side by side, so that their difference (the torch side's
@@ -122,7 +166,7 @@ def _mlp(torch, params):
 
 def _ddp(dist, torch, args, gloo):
     from torch.nn.parallel import DistributedDataParallel as DDP
-    params = _bytes(args.ddp_params)
+    params = args.ddp_params
     model_r, width = _mlp(torch, params)
     model_g, _ = _mlp(torch, params)
     nparams = sum(p.numel() for p in model_r.parameters())
@@ -154,7 +198,7 @@ def _worker(args):
     gloo = dist.new_group(backend="gloo")
     comm = dist.distributed_c10d._get_default_group().ringo_comm  # the group is a ProcessGroupRingo
     out = {"nranks": dist.get_world_size(), "rows": _sweep(dist, torch, args, gloo, comm)}
-    if _bytes(args.ddp_params) > 0:
+    if args.ddp_params > 0:
         out["ddp"] = _ddp(dist, torch, args, gloo)
     if dist.get_rank() == 0:
         pathlib.Path(args.worker).write_text(json.dumps(out))
@@ -213,7 +257,7 @@ def main(argv=None):
         return _worker(args)
     print(f"# ringo.bench on {os.uname().nodename}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M:%S')}")
     results = []
-    for n in (int(x) for x in args.nranks.split(",")):
+    for n in args.nranks:
         data = _launch(n, args, argv)
         _print(data)
         results.append(data)
