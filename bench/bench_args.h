@@ -33,6 +33,16 @@ static int bench_parse_bytes(const char* s, double max_bytes, size_t* out) {
   return 1;
 }
 
+/* Parses the whole of s as a finite number in (0, max]: "5x", "nan" and 0 are refused. Returns 0 on
+ * anything else. */
+static inline int bench_parse_positive(const char* s, double max, double* out) {
+  char* end = NULL;
+  double v;
+  if (!bench_lead_number(s, &end, &v) || *end || !(v > 0 && v <= max)) return 0;
+  *out = v;
+  return 1;
+}
+
 /* Parses a whole decimal integer in [lo, hi]. Returns 0 on anything else. */
 static int bench_parse_int(const char* s, int lo, int hi, int* out) {
   char* end = NULL;

@@ -61,9 +61,8 @@ static void usage(FILE* f) {
 
 /* A learning rate: the whole argument, finite and > 0 (strtof would take "0.5x" and "nan"). */
 static int parse_rate(const char* s, float* out) {
-  char* end = NULL;
   double v;
-  if (!bench_lead_number(s, &end, &v) || *end || !(v > 0) || v > 1e6) return 0;
+  if (!bench_parse_positive(s, 1e6, &v)) return 0;
   *out = (float)v;
   return 1;
 }

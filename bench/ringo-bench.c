@@ -76,9 +76,8 @@ static size_t parse_bytes(const char* s) {
 /* --timeout: a plain number of seconds in (0, MAX_TIMEOUT_S], all of it ("5x", "nan" and 0 refused: a NaN
  * deadline would leave the launcher spinning with no timeout). */
 static double parse_timeout(const char* s) {
-  char* end = NULL;
   double v = 0;
-  if (!bench_lead_number(s, &end, &v) || *end || !(v > 0 && v <= MAX_TIMEOUT_S))
+  if (!bench_parse_positive(s, MAX_TIMEOUT_S, &v))
     bad_arg("--timeout (seconds above 0, at most 1e6: 600, 0.5)", s);
   return v;
 }

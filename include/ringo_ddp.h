@@ -106,8 +106,8 @@ RINGO_API ringoResult_t ringoDdpRegister(ringoDdp_t ddp, void* grad, void* param
  * @return ringoSuccess; ringoInvalidArgument (NULL ddp, NULL grad or param with count > 0, a
  *         datatype that is not float16/bfloat16/float32/float64, an unknown mem);
  *         ringoInvalidUsage (after BroadcastParams; mem is ringoMemHost and grad or param is not
- *         memory this process can read, e.g. a device pointer, or is read-only (its first and last byte
- *         are probed: read, and written back unchanged); mem is ringoMemDevice and this build
+ *         memory this process can read, e.g. a device pointer, or is read-only where ringo writes it (grad; param
+ *         on ranks other than 0), as /proc/self/maps says of its first and last byte; mem is ringoMemDevice and this build
  *         has no CUDA part, comm is a host communicator, or grad or param is not device memory of
  *         comm's GPU); ringoUnhandledCudaError (the first device parameter: the side stream could
  *         not be made); ringoSystemError (out of memory). */
@@ -156,7 +156,7 @@ RINGO_API ringoResult_t ringoDdpFinish(ringoDdp_t ddp);
  * must be the mean over its n samples; n = 0 (an empty shard) contributes nothing. Between steps.
  * @return ringoSuccess; ringoInvalidArgument (NULL ddp; sum over ranks is 0 or overflows 64 bits,
  *         on every rank); ringoInvalidUsage (during a step; inside ringoGroupStart/End; the context
- *         failed earlier); errors of ringoAllGather. */
+ *         failed earlier); errors of ringoAllReduce. */
 RINGO_API ringoResult_t ringoDdpSetLocalBatch(ringoDdp_t ddp, size_t n);
 
 /** Gradient accumulation: with enable != 0 the following steps do not communicate (MarkReady and

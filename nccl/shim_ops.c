@@ -218,7 +218,9 @@ ncclResult_t shim_check_op(struct shim_op* op) {
   if (op->count > SIZE_MAX / (size_t)n / esize)
     return shim_fail(op->comm, ncclInvalidArgument, "%s: count %zu of %zu-byte elements on %d ranks overflows the "
                      "address space", name, op->count, esize, n);
-  if (op->send && op->recv && shim_ringo_device_ptr(op->send) != shim_ringo_device_ptr(op->recv))
+  /* Each buffer's kind, asked of the CUDA runtime once per call. */
+  const int send_dev = shim_ringo_device_ptr(op->send), recv_dev = shim_ringo_device_ptr(op->recv);
+  if (op->send && op->recv && send_dev != recv_dev)
     return shim_fail(op->comm, ncclInvalidArgument, "%s: sendbuff and recvbuff must both be host or both device "
                      "memory", name);
   if (op->count == 0) return ncclSuccess;
@@ -227,7 +229,7 @@ ncclResult_t shim_check_op(struct shim_op* op) {
   if ((reads && !op->send) || (writes && !op->recv))
     return shim_fail(op->comm, ncclInvalidArgument, "%s: %s is NULL with count %zu", name,
                      reads && !op->send ? "sendbuff" : "recvbuff", op->count);
-  if (op->stream && !shim_ringo_device_ptr(reads ? op->send : op->recv))
+  if (op->stream && !(reads ? send_dev : recv_dev))
     return shim_fail(op->comm, ncclInvalidArgument, "%s: a stream was given with host buffers; host collectives run "
                      "on the calling thread: pass NULL", name);
   return ncclSuccess;

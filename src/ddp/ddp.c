@@ -136,26 +136,31 @@ static int host_readable(const void* p, size_t bytes) {
   return bytes == 0 || (probe_byte(p) && probe_byte((const char*)p + bytes - 1));
 }
 
-/* Whether the mappings holding the first and last byte of [p, p + bytes) are writable; 1 when
- * /proc/self/maps cannot be read (trust the caller, as the read probe does). */
-static int host_writable(const void* p, size_t bytes) {
-  if (bytes == 0) return 1;
-  const uintptr_t ends[2] = {(uintptr_t)p, (uintptr_t)p + bytes - 1};
+/* Which of the n buffers at[k] (bytes long each) lies in a mapping /proc/self/maps does not mark
+ * writable, at its first or last byte: its index, or -1 (also when the file cannot be read: trust
+ * the caller, as the read probe does). One pass over the file for all of them. */
+static int first_unwritable(const void* const* at, int n, size_t bytes) {
+  enum { MAX_BUFS = 2 };
+  uintptr_t ends[2 * MAX_BUFS];
+  int writable[2 * MAX_BUFS] = {0};
+  if (bytes == 0 || n > MAX_BUFS) return -1;
+  for (int k = 0; k < n; k++) ends[2 * k] = (uintptr_t)at[k], ends[2 * k + 1] = (uintptr_t)at[k] + bytes - 1;
   FILE* maps = fopen("/proc/self/maps", "r");
-  if (!maps) return 1;
-  int writable[2] = {0, 0};
+  if (!maps) return -1;
   char line[512];
   unsigned long lo, hi;
   char perms[5];
   while (fgets(line, sizeof line, maps)) {
     if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3) continue;
-    for (int k = 0; k < 2; k++)
-      if (ends[k] >= lo && ends[k] < hi) writable[k] = perms[1] == 'w';
+    for (int e = 0; e < 2 * n; e++)
+      if (ends[e] >= lo && ends[e] < hi) writable[e] = perms[1] == 'w';
     if (!strchr(line, '\n')) /* a path longer than line: skip the rest of it */
       for (int c = fgetc(maps); c != EOF && c != '\n'; c = fgetc(maps)) {}
   }
   fclose(maps);
-  return writable[0] && writable[1];
+  for (int k = 0; k < n; k++)
+    if (!writable[2 * k] || !writable[2 * k + 1]) return k;
+  return -1;
 }
 
 /* Calls whose collectives must complete before they return cannot be queued in an open group. */
@@ -509,7 +514,9 @@ RINGO_API ringoResult_t ringoDdpRegisterMem(ringoDdp_t ddp, void* grad, void* pa
       return fail(ddp, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is not host memory this process can "
                   "read: a device pointer? register device memory as ringoMemDevice", fn, i, bad,
                   bad[0] == 'g' ? grad : param, bytes);
-    bad = !host_writable(grad, bytes) ? "grad" : param_written && !host_writable(param, bytes) ? "param" : NULL;
+    const void* const written[2] = {grad, param};
+    const int k = first_unwritable(written, param_written ? 2 : 1, bytes);
+    bad = k < 0 ? NULL : k == 0 ? "grad" : "param";
     if (bad)
       return fail(ddp, ringoInvalidUsage, "%s: parameter %d: %s %p (%zu bytes) is read-only memory; ringo writes the "
                   "average into grad and rank 0's values into the other ranks' param", fn, i, bad,
