@@ -184,8 +184,11 @@ NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* as
     *asyncError = comm->init_result;
     return ncclSuccess;
   }
+  ringoComm_t rc;
+  const ncclResult_t ready = shim_ready(comm, "ncclCommGetAsyncError", &rc); /* an aborted record: says so */
+  if (ready != ncclSuccess) return ready;
   ringoResult_t async = ringoSuccess;
-  const ringoResult_t res = ringoCommGetAsyncError(shim_ringo(comm), &async);
+  const ringoResult_t res = ringoCommGetAsyncError(rc, &async);
   if (res == ringoSuccess) *asyncError = to_nccl(async);
   return shim_result(comm, res);
 }

@@ -42,12 +42,14 @@ struct shim_config {
 struct ncclComm {
   _Atomic(ringoComm_t) rc;
   struct shim_config config;
-  atomic_int pending;             /* 1 while a non-blocking init runs */
+  atomic_int pending;             /* 1 while a non-blocking init runs (0 once ncclCommAbort gave it up) */
   ncclResult_t init_result;       /* the init thread's result, read once pending is 0 */
   pthread_t init_thread;
-  int init_thread_live;           /* joined yet? guarded by lock */
+  int init_thread_live;           /* neither joined nor detached yet? guarded by lock */
+  int abandoned;                  /* aborted while its init ran: that thread aborts what it made; lock */
+  pthread_cond_t init_done;       /* signalled, under lock, when pending drops to 0 */
   int finalized;
-  pthread_mutex_t lock;           /* init_thread_live, the redop table, msg */
+  pthread_mutex_t lock;           /* init_thread_live, abandoned, the redop table, msg */
   struct shim_redop* redops;
   int nredops;
   char msg[SHIM_MSG_BYTES];       /* the shim's last message about this comm ... */

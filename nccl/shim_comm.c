@@ -18,24 +18,27 @@ static struct ncclComm* comm_new(const struct shim_config* config) {
   c->init_result = ncclSuccess;
   c->device = -1;
   pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->init_done, NULL);
   return c;
 }
 
 static void comm_free(struct ncclComm* c) {
   shim_redops_free(c);
   shim_tokens_free(c);
+  pthread_cond_destroy(&c->init_done);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
 
-/* Waits for a non-blocking init (once; later callers find it joined). */
+/* Waits for a non-blocking init to end or be aborted; the first caller after its end joins its
+ * thread (which by then only returns). Not under the lock: the thread takes it to finish. */
 static void comm_wait_init(struct ncclComm* c) {
   pthread_mutex_lock(&c->lock);
-  if (c->init_thread_live) {
-    pthread_join(c->init_thread, NULL);
-    c->init_thread_live = 0;
-  }
+  while (atomic_load(&c->pending)) pthread_cond_wait(&c->init_done, &c->lock);
+  const int join = c->init_thread_live;
+  c->init_thread_live = 0;
   pthread_mutex_unlock(&c->lock);
+  if (join) pthread_join(c->init_thread, NULL);
 }
 
 ringoComm_t shim_ringo(struct ncclComm* comm) {
@@ -94,20 +97,30 @@ static ncclResult_t read_config(const ncclConfig_t* config, const struct shim_co
 /* ---- init ---- */
 
 /* The non-blocking init's thread: the caller's CUDA device first (ringo takes a communicator's
- * device from the initialising thread, as NCCL does), then a plain blocking ringo init. */
+ * device from the initialising thread, as NCCL does), then a plain blocking ringo init. When
+ * ncclCommAbort gave the record up meanwhile, the record is the aborted list's (never freed) and the
+ * communicator made is aborted here, so the peers that joined it learn that this rank left. */
 static void* init_thread_main(void* arg) {
   struct ncclComm* c = arg;
   if (c->device >= 0) shim_set_device(c->device);
   ringoComm_t handle = NULL;
   const ringoResult_t res = ringoCommInitRank(&handle, c->nranks, c->id, c->rank);
-  c->rc = handle;
+  pthread_mutex_lock(&c->lock);
+  if (c->abandoned) {
+    pthread_mutex_unlock(&c->lock);
+    if (handle) ringoCommAbort(handle);
+    return NULL;
+  }
   if (res != ringoSuccess) {
     snprintf(c->init_msg, sizeof c->init_msg, "%s", ringoGetLastError(NULL));
     snprintf(c->msg, sizeof c->msg, "%s", c->init_msg);
     c->msg_set = 1;
   }
+  c->rc = handle;
   c->init_result = shim_result(NULL, res);
   atomic_store(&c->pending, 0);
+  pthread_cond_broadcast(&c->init_done);
+  pthread_mutex_unlock(&c->lock);
   return NULL;
 }
 
@@ -241,10 +254,25 @@ NCCL_PROFILING_ALIAS(ncclCommDestroy);
 static pthread_mutex_t aborted_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ncclComm* aborted;
 
+/* Gives up a non-blocking init still running, as NCCL's abort flag stops its init: the caller
+ * returns at once, and the init's thread aborts whatever it makes (init_thread_main). */
+static void abandon_init(struct ncclComm* c) {
+  pthread_mutex_lock(&c->lock);
+  if (atomic_load(&c->pending)) {
+    c->abandoned = 1;
+    pthread_detach(c->init_thread);
+    c->init_thread_live = 0;
+    atomic_store(&c->pending, 0); /* the record reads "aborted" from now on (rc stays NULL) */
+    pthread_cond_broadcast(&c->init_done);
+  }
+  pthread_mutex_unlock(&c->lock);
+}
+
 NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   shim_group_recorded_on(comm, 1); /* never to run: its ringo communicator goes below */
-  comm_wait_init(comm);
+  abandon_init(comm);
+  comm_wait_init(comm); /* joins an init thread that had finished */
   pthread_mutex_lock(&comm->lock); /* the record stays, its registrations go (a later deregister is refused) */
   shim_tokens_free(comm);
   pthread_mutex_unlock(&comm->lock);

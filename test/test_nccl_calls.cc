@@ -102,6 +102,40 @@ TEST_F(Calls, NonBlockingInitFailureIsReported) {
   }
 }
 
+// ncclCommAbort on a communicator whose non-blocking init waits for a rank that has not come
+// returns at once, as NCCL's abort flag stops its init, instead of waiting out RINGO_TIMEOUT (20 s
+// here). The rank that comes later gets a communicator that fails at its first call: the init that
+// was given up aborts what it made.
+TEST_F(Calls, AbortEndsANonBlockingInitAtOnce) {
+  const ncclUniqueId id = NewId();
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t early = nullptr;
+  ASSERT_EQ(ncclCommInitRankConfig(&early, 2, id, 0, &config), ncclInProgress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ncclResult_t state = ncclSuccess;
+  ASSERT_EQ(ncclCommGetAsyncError(early, &state), ncclSuccess);
+  ASSERT_EQ(state, ncclInProgress) << "rank 1 has not joined: the init must still be running";
+  const auto begun = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(early), ncclSuccess);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+  EXPECT_LT(took, 5.0) << "ncclCommAbort waited for the init it was to stop";
+  int n = 0;
+  EXPECT_EQ(ncclCommCount(early, &n), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(early)).find("aborted"), std::string::npos) << ncclGetLastError(early);
+  EXPECT_EQ(ncclCommGetAsyncError(early, &state), ncclInvalidUsage) << "no longer in progress: aborted";
+
+  ncclComm_t late = nullptr;  // joins the rendezvous rank 0's abandoned init is still in
+  const ncclResult_t joined = ncclCommInitRank(&late, 2, id, 1);
+  if (joined == ncclSuccess) {
+    int32_t x = 1, sum = 0;
+    EXPECT_NE(ncclAllReduce(&x, &sum, 1, ncclInt32, ncclSum, late, nullptr), ncclSuccess)
+        << "rank 0 gave its communicator up: rank 1 must not get a result";
+    EXPECT_NE(std::string(ncclGetLastError(late)).find("aborted"), std::string::npos) << ncclGetLastError(late);
+    EXPECT_EQ(ncclCommDestroy(late), ncclSuccess);
+  }
+}
+
 TEST_F(Calls, InitRankScalableWithSeveralIds) {
   ncclUniqueId ids[2] = {NewId(), NewId()};
   OnRanks(4, [&](int r) {
