@@ -2,6 +2,7 @@
 // its range is ignored with a warning, never cut or wrapped into a different one. Run: make test.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 extern "C" {
@@ -54,6 +55,26 @@ TEST(Env, BytesTakeOneUnitAndNeverWrap) {
   }
   ringo_test::ScopedEnv rotate("RINGO_BOARD_ROTATE", "17179869184G");  // range starts at 0: the wrap passed it
   EXPECT_EQ(Read().board_rotate, static_cast<size_t>(RINGO_BOARD_ROTATE_AUTO));
+}
+
+// RINGO_DEBUG and RINGO_DEBUG_SUBSYS are read once per process: each case runs in a fresh one (a
+// death test re-executes this binary). A value ringo does not know is warned about, not taken
+// silently as WARN (RINGO_DEBUG=info2 was quietly no INFO at all).
+void LogOnceWith(const char* level, const char* subsys) {
+  setenv("RINGO_DEBUG", level, 1);
+  if (subsys) setenv("RINGO_DEBUG_SUBSYS", subsys, 1);
+  ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_INIT);
+  std::exit(0);
+}
+
+TEST(EnvDeathTest, UnknownDebugValuesAreWarnedAbout) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(LogOnceWith("info2", nullptr), testing::ExitedWithCode(0),
+              "RINGO_DEBUG=\"info2\" is not NONE, WARN, INFO or TRACE; WARN is used");
+  EXPECT_EXIT(LogOnceWith("INFO", "COLL,shmem"), testing::ExitedWithCode(0),
+              "RINGO_DEBUG_SUBSYS: \"shmem\" is not INIT, BOOT, SHM, COLL, ENV, NET or ALL; ignored");
+  EXPECT_EXIT(LogOnceWith("none", "shmem"), testing::ExitedWithCode(0), "^$") << "NONE stays silent";
+  EXPECT_EXIT(LogOnceWith("trace", "coll"), testing::ExitedWithCode(0), "^$") << "known values, any case";
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 /* core.c — logging, the per-thread last-error message, type names, the clock, polite yielding.
- * Depends on nothing else in ringo. Tested through test/test_api.cc (error strings and messages). */
+ * Depends on nothing else in ringo. Tested through test/test_api.cc (error strings and messages) and test/test_env.cc (RINGO_DEBUG). */
 #include "core/core.h"
 
 #include <pthread.h>
@@ -18,6 +18,29 @@ static unsigned log_subsys = RINGO_LOG_ALL;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static _Thread_local char thread_error[RINGO_MSG_BYTES];
 
+static void log_line(int level, const char* file, int line, const char* fmt, va_list ap) {
+  static const char* const tags[] = {"NONE", "WARN", "INFO", "TRACE"};
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  char msg[RINGO_MSG_BYTES];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  const char* base = strrchr(file, '/');
+  /* One fprintf per line so lines of concurrent ranks do not interleave mid-line. */
+  fprintf(stderr, "%s:%d ringo %s %s:%d %s\n", host, (int)getpid(), tags[level], base ? base + 1 : file,
+          line, msg);
+}
+
+/* A warning from inside log_init, which ringo_log cannot give (it would wait for log_init's once). */
+static void __attribute__((format(printf, 1, 2))) log_init_warn(const char* fmt, ...) {
+  if (log_level < RINGO_LEVEL_WARN) return;
+  va_list ap;
+  va_start(ap, fmt);
+  log_line(RINGO_LEVEL_WARN, __FILE__, __LINE__, fmt, ap);
+  va_end(ap);
+}
+
+/* RINGO_DEBUG_SUBSYS: the named subsystems (ALL where none is known); a name it does not know is
+ * warned about, never silently dropped. */
 static unsigned parse_subsys(const char* s) {
   static const struct { const char* name; unsigned bit; } names[] = {
       {"INIT", RINGO_LOG_INIT}, {"BOOT", RINGO_LOG_BOOT}, {"SHM", RINGO_LOG_SHM},
@@ -26,19 +49,24 @@ static unsigned parse_subsys(const char* s) {
   unsigned mask = 0;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", s);
-  for (char* save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-      if (strcasecmp(tok, names[i].name) == 0) mask |= names[i].bit;
+  for (char* save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    size_t i = 0;
+    while (i < sizeof names / sizeof names[0] && strcasecmp(tok, names[i].name) != 0) i++;
+    if (i < sizeof names / sizeof names[0]) mask |= names[i].bit;
+    else log_init_warn("RINGO_DEBUG_SUBSYS: \"%s\" is not INIT, BOOT, SHM, COLL, ENV, NET or ALL; ignored", tok);
+  }
   return mask ? mask : RINGO_LOG_ALL;
 }
 
 static void log_init(void) {
+  static const char* const levels[] = {"NONE", "WARN", "INFO", "TRACE"}; /* RINGO_LEVEL_* order */
   const char* level = getenv("RINGO_DEBUG");
   if (level) {
-    if (strcasecmp(level, "NONE") == 0) log_level = RINGO_LEVEL_NONE;
-    else if (strcasecmp(level, "INFO") == 0) log_level = RINGO_LEVEL_INFO;
-    else if (strcasecmp(level, "TRACE") == 0) log_level = RINGO_LEVEL_TRACE;
-    else log_level = RINGO_LEVEL_WARN;
+    int found = -1;
+    for (int i = 0; i < 4 && found < 0; i++)
+      if (strcasecmp(level, levels[i]) == 0) found = i;
+    if (found >= 0) log_level = found;
+    else log_init_warn("RINGO_DEBUG=\"%s\" is not NONE, WARN, INFO or TRACE; WARN is used", level);
   }
   const char* subsys = getenv("RINGO_DEBUG_SUBSYS");
   if (subsys) log_subsys = parse_subsys(subsys);
@@ -51,18 +79,10 @@ int ringo_log_enabled(int level, unsigned subsys) {
 
 void ringo_log(int level, unsigned subsys, const char* file, int line, const char* fmt, ...) {
   if (!ringo_log_enabled(level, subsys)) return;
-  static const char* const tags[] = {"NONE", "WARN", "INFO", "TRACE"};
-  char host[64] = "";
-  gethostname(host, sizeof host - 1);
-  char msg[RINGO_MSG_BYTES];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  log_line(level, file, line, fmt, ap);
   va_end(ap);
-  const char* base = strrchr(file, '/');
-  /* One fprintf per line so lines of concurrent ranks do not interleave mid-line. */
-  fprintf(stderr, "%s:%d ringo %s %s:%d %s\n", host, (int)getpid(), tags[level], base ? base + 1 : file,
-          line, msg);
 }
 
 ringoResult_t ringo_fail(ringoResult_t res, const char* fmt, ...) {
