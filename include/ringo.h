@@ -157,7 +157,8 @@ RINGO_API ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t
  * only inside a group that also holds the matching ringoRecv. count 0 moves nothing.
  * @return ringoSuccess; ringoInvalidArgument (bad comm, dtype, peer out of range, NULL buffer with
  *         count > 0, stream without a CUDA path); ringoInvalidUsage (comm in error, the peer's
- *         receive expects another count or type, self-send without a matching receive);
+ *         receive expects another count or type, self-send without a matching receive; a group
+ *         of only self sends and receives that do not pair up is refused and leaves comm usable);
  *         ringoRemoteError; ringoTimeout. */
 RINGO_API ringoResult_t ringoSend(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer,
                                   ringoComm_t comm, ringoStream_t stream);

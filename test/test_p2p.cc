@@ -440,7 +440,17 @@ void SelfScenario(Team& t) {
                                         << ResultName(end) << ": " << ringoGetLastError(nullptr);
       EXPECT_LT(Now() - t0, 2.0) << "an unmatched self-" << (send ? "send" : "receive") << " in a group must not hang";
     }
+    std::vector<unsigned char> out(64, 7);  // a count mismatch: refused before a byte is copied
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    EXPECT_EQ(ringoSend(buf.data(), 16, ringoInt8, me, comm, nullptr), ringoSuccess);
+    EXPECT_EQ(ringoRecv(out.data(), 8, ringoInt8, me, comm, nullptr), ringoSuccess);
+    EXPECT_EQ(ringoGroupEnd(), ringoInvalidUsage) << "rank " << me;
+    EXPECT_NE(std::string(ringoGetLastError(comm)).find("sends 16 x int8 to itself but receives 8 x int8"),
+              std::string::npos) << ringoGetLastError(comm);
+    EXPECT_EQ(out, std::vector<unsigned char>(64, 7));
   }
+  // Refusals of self-sends and receives alone left no peer waiting: the communicator is not failed.
+  Exchange(t, self, true, "self-sends after the refusals, on the same communicators");
 }
 
 TEST(P2PSelf, CopiedInAGroupRefusedOtherwise) {

@@ -239,17 +239,31 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, co
   return ringoSuccess;
 }
 
+/* Whether any op of the batch names another rank: only then can a refusal leave a peer waiting. */
+static int involves_peers(const ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (ops[i]->peer != comm->rank) return 1;
+  return 0;
+}
+
+/* *peers_wait: the error may have left other ranks waiting on this batch (then the communicator is
+ * failed, so they learn it); 0 for a batch of self sends and receives that does not pair up, which
+ * is refused before anything moved. */
 static ringoResult_t run_batch(ringoComm_t comm, struct task* tasks, const struct ringo_op* const* ops, size_t n,
-                               const struct ringo_p2p_phases* ph) {
+                               const struct ringo_p2p_phases* ph, int* peers_wait) {
   for (size_t i = 0; i < n; i++) {
-    struct ringo_p2p_peer* pp = &comm->p2p[ops[i]->peer];
     tasks[i].op = ops[i];
     tasks[i].bytes = ops[i]->count * ringo_type_size(ops[i]->type);
     tasks[i].finished = tasks[i].bytes == 0; /* both ends skip an empty message */
+  }
+  *peers_wait = involves_peers(comm, ops, n);
+  RINGO_CHECK(pair_self(comm, tasks, n));
+  *peers_wait = 1;
+  for (size_t i = 0; i < n; i++) {
+    struct ringo_p2p_peer* pp = &comm->p2p[ops[i]->peer];
     if (!tasks[i].finished && ops[i]->peer != comm->rank)
       tasks[i].seq = ops[i]->kind == RINGO_KIND_SEND ? pp->sent++ : pp->received++;
   }
-  RINGO_CHECK(pair_self(comm, tasks, n));
   return progress(comm, tasks, n, ph);
 }
 
@@ -260,8 +274,11 @@ ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops,
   struct task* tasks = calloc(n, sizeof *tasks);
   if (!tasks) return ringo_comm_record(comm, ringo_fail(ringoSystemError, "out of memory for %zu sends/receives", n));
   atomic_fetch_add(&comm->inflight, 1);
-  res = run_batch(comm, tasks, ops, n, ph);
-  if (res != ringoSuccess) ringo_comm_fail(comm, res);
+  int peers_wait = 1;
+  res = run_batch(comm, tasks, ops, n, ph, &peers_wait);
+  /* A device batch's stream learns of a failure only from the communicator's error: always failed. */
+  if (res != ringoSuccess && (peers_wait || ops[0]->device)) ringo_comm_fail(comm, res);
+  else ringo_comm_record(comm, res);
   free(tasks);
   /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
   atomic_fetch_sub(&comm->inflight, 1);

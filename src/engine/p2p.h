@@ -24,7 +24,8 @@ struct ringo_p2p_phases {
 
 /* Runs n host sends and receives of comm (one call outside a group, a group's batch at
  * ringoGroupEnd, or the proxy's staged copies of device ones with phases; NULL: all staged) on the
- * calling thread. A failure puts the communicator in error and is recorded in it. */
+ * calling thread. A failure puts the communicator in error and is recorded in it, except a host batch
+ * of self sends and receives that do not pair up: refused before anything moved, only recorded. */
 ringoResult_t ringo_p2p_run(ringoComm_t comm, const struct ringo_op* const* ops, size_t n,
                             const struct ringo_p2p_phases* phases);
 /* "ringoSend" or "ringoRecv". */
