@@ -80,8 +80,9 @@ RINGO_API ringoResult_t ringoGetUniqueId(ringoUniqueId* id);
 RINGO_API ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUniqueId id, int rank);
 
 /** Creates ndev communicators of one clique in this process. devlist NULL: ndev host ranks.
- * @return ringoSuccess; ringoInvalidArgument (NULL comms, ndev < 1); ringoUnhandledCudaError when
- *         devlist names devices and this build has no CUDA; errors of ringoCommInitRank. */
+ * @return ringoSuccess; ringoInvalidArgument (NULL comms, ndev not in [1, 65536]);
+ *         ringoUnhandledCudaError when devlist names devices and this build has no CUDA; errors of
+ *         ringoCommInitRank. */
 RINGO_API ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist);
 
 /** Frees a communicator once its work is done: a call another thread is running on it finishes first.

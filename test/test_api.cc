@@ -174,6 +174,12 @@ TEST(InitAll, BadArgumentsAreRejected) {
     EXPECT_EQ(ringoCommInitAll(comms, 0, nullptr), ringoInvalidArgument);
     EXPECT_EQ(ringoCommInitAll(comms, -1, nullptr), ringoInvalidArgument);
     EXPECT_GT(strlen(ringoGetLastError(nullptr)), 0u);
+    // Past the rendezvous's bound, refused by name before anything is made: INT_MAX said "out of
+    // memory" (ringoSystemError); 65537 started a thread per rank, then said "pthread_create failed".
+    for (const int ndev : {65537, 2147483647}) {
+      EXPECT_EQ(ringoCommInitAll(comms, ndev, nullptr), ringoInvalidArgument) << "ndev " << ndev;
+      EXPECT_NE(strstr(ringoGetLastError(nullptr), "is not in [1, 65536]"), nullptr) << ringoGetLastError(nullptr);
+    }
     // A device list needs CUDA: without it the answer is ringoUnhandledCudaError.
     const int devlist[1] = {0};
     const ringoResult_t res = ringoCommInitAll(comms, 1, devlist);

@@ -66,7 +66,10 @@ static void* init_thread(void* arg) {
 ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist) {
   ringo_thread_clear_error();
   if (!comms) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: comms is NULL");
-  if (ndev < 1) return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: ndev %d < 1", ndev);
+  /* Bounded as ringoCommInitRank bounds nranks, before a thread per rank and the tables are made. */
+  if (ndev < 1 || ndev > RINGO_BOOTSTRAP_MAX_RANKS)
+    return ringo_fail(ringoInvalidArgument, "ringoCommInitAll: ndev %d is not in [1, %d]", ndev,
+                      RINGO_BOOTSTRAP_MAX_RANKS);
   const int ndevices = devlist ? ringo_device_count() : 0;
   if (devlist && ndevices == 0)
     return ringo_fail(ringoUnhandledCudaError, "ringoCommInitAll: devlist names CUDA devices, but %s; pass "
