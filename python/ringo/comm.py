@@ -53,11 +53,31 @@ def unique_id():
     return bytes(uid)
 
 
+def _dtype_name(dtype):
+    """The name of ringo's type that dtype= gives: one of ringo's names (bfloat16, which NumPy may not
+    know), or anything numpy.dtype() reads (np.float32, "f4") in this machine's byte order."""
+    if isinstance(dtype, str) and dtype in _lib.DTYPES:
+        return dtype
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        raise Error(_lib.INVALID_ARGUMENT, f"dtype {dtype!r} is neither one of ringo's names ("
+                    f"{', '.join(_lib.DTYPES)}) nor a NumPy dtype") from None
+    if not d.isnative:
+        raise Error(_lib.INVALID_ARGUMENT, f"dtype {d.str} is not in this machine's byte order")
+    return d.name
+
+
 def _dtype_code(arr, dtype):
     """ringoDataType_t for arr: dtype names it when NumPy cannot (bfloat16 travels as uint16 or as
     ml_dtypes.bfloat16), else arr.dtype's name decides. ringo reads the bytes as this machine's
-    numbers, so a byte-swapped array, or a dtype of another element size, is refused."""
-    name = dtype if dtype is not None else np.dtype(arr.dtype).name
+    numbers, so a byte-swapped array, or a dtype of another element size, is refused; so is an array
+    of Python objects under any name (a reduction or a copy from another process would write
+    pointers that are not its objects')."""
+    if arr.dtype.hasobject:
+        raise Error(_lib.INVALID_ARGUMENT, f"array of {arr.dtype} holds Python objects, which ringo cannot "
+                    "move or reduce")
+    name = _dtype_name(dtype) if dtype is not None else np.dtype(arr.dtype).name
     if name not in _lib.DTYPES:
         raise Error(_lib.INVALID_ARGUMENT, f"dtype {name} is not one ringo reduces "
                     f"(it has {', '.join(_lib.DTYPES)})")

@@ -1,6 +1,7 @@
 # test_comm_errors.py — bad input to ringo.Comm gets a ringo.Error and loses nothing: mismatched or
-# byte-swapped dtypes, ints ctypes would wrap, overlapping buffers, things that are not arrays, arrays
-# a group must keep alive, destroy inside a group; after each refusal a correct call still works.
+# byte-swapped dtypes, object arrays under any name, ints ctypes would wrap, overlapping buffers, things
+# that are not arrays, arrays a group must keep alive, destroy inside a group; after each refusal a
+# correct call still works.
 # Run: pytest python/tests/test_comm_errors.py (needs libringo.so: make lib).
 import gc
 
@@ -27,6 +28,10 @@ def _bad_calls(comm):
         ("reduce float32 into float64", lambda: comm.reduce(f4, np.zeros(8 * n))),
         ("dtype bfloat16 on float32", lambda: comm.all_reduce(f4.copy(), dtype="bfloat16")),
         ("dtype float64 on int8", lambda: comm.all_reduce(i1.copy(), dtype="float64")),
+        ("dtype a list", lambda: comm.all_reduce(f4.copy(), dtype=["float32"])),
+        ("dtype big-endian float32 on float32", lambda: comm.all_reduce(f4.copy(), dtype=">f4")),
+        ("object array renamed int64", lambda: comm.all_reduce(np.array([object()] * 4), dtype="int64")),
+        ("object record renamed uint64", lambda: comm.broadcast(np.zeros(4, [("o", object)]), dtype="uint64")),
         ("big-endian int32", lambda: comm.all_reduce(np.ones(4, ">i4"))),
         ("big-endian float64", lambda: comm.broadcast(np.ones(4, ">f8"))),
         ("root 2**32 + 1", lambda: comm.broadcast(f4.copy(), root=2**32 + 1)),
@@ -100,6 +105,14 @@ def _destroy_in_group(comm):
 def test_destroy_is_refused_while_the_open_group_holds_the_comms_calls():
     [(refused, after)] = run_ranks(_destroy_in_group, 1)
     assert refused and after == [1.0, 1.0]
+
+
+def test_dtype_may_be_named_as_numpy_names_it():
+    # np.float32 was refused as "dtype <class 'numpy.float32'> is not one ringo reduces".
+    with ringo.Comm(1, ringo.unique_id(), 0) as comm:
+        for dtype in (np.float32, np.dtype("float32"), "f4", "float32"):
+            assert comm.all_reduce(np.ones(2, np.float32), dtype=dtype).tolist() == [1.0, 1.0]
+        assert comm.all_reduce(np.ones(2, np.int32), dtype=np.uint32).tolist() == [1, 1]  # a rename, as before
 
 
 @pytest.mark.parametrize("nranks, uid, rank", [(1, None, 0), (1, "x" * 128, 0), (2**32 + 1, "id", 0),
