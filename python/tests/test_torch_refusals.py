@@ -19,6 +19,12 @@ def _still_works():
     return torch.equal(t, torch.ones(3))
 
 
+def _quantized():
+    # Its memory holds integers that mean something only with its scale and zero point, which would not
+    # travel: a broadcast moved the integers alone (the receiver read them at its own scale).
+    return torch.quantize_per_tensor(torch.ones(4), 0.5, 0, torch.quint8)
+
+
 @pytest.mark.parametrize("what, call, message", [
     ("a negative view, MAX", lambda: dist.all_reduce(torch._neg_view(torch.tensor([2.0, 5.0])), dist.ReduceOp.MAX),
      "lazy negative view"),
@@ -28,6 +34,9 @@ def _still_works():
     ("a conjugate view", lambda: dist.broadcast(torch.ones(2, dtype=torch.complex64).conj(), 0), "resolve_conj"),
     ("a sparse tensor", lambda: dist.all_reduce(torch.ones(4).to_sparse()), "layout torch.sparse_coo"),
     ("a sparse CSR tensor", lambda: dist.all_reduce(torch.eye(2).to_sparse_csr()), "layout torch.sparse_csr"),
+    ("a quantized tensor, broadcast", lambda: dist.broadcast(_quantized(), 0), "is quantized"),
+    ("a quantized tensor, all_gather", lambda: dist.all_gather([_quantized()], _quantized()), "is quantized"),
+    ("a quantized tensor, all_to_all", lambda: dist.all_to_all([_quantized()], [_quantized()]), "is quantized"),
     ("an expanded output", lambda: dist.all_reduce(torch.ones(1).expand(3)), "share memory"),
     ("a gather list one long", lambda: dist.gather(torch.ones(2), [torch.empty(2)] * 2, dst=0), "one tensor per rank"),
     ("a gather list entry of another size", lambda: dist.gather(torch.ones(2), [torch.empty(3)], dst=0),

@@ -35,10 +35,13 @@ def check_device(t, what):
 
 
 def check_memory(t, what):
-    """A dense layout whose memory holds the values as they read (check_device's second half)."""
+    """A dense layout whose memory holds the values as they read, alone (check_device's second half)."""
     if t.layout != torch.strided:
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} has layout {t.layout}, which is not supported "
                     "(dense tensors only: .to_dense() first)")
+    if t.is_quantized:  # its bytes are integers whose meaning (scale, zero point) would not travel
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is quantized ({t.dtype}), which is not supported "
+                    "(send .int_repr() and its quantization parameters, or .dequantize())")
     if t.is_neg() or t.is_conj():
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is a lazy {'negative' if t.is_neg() else 'conjugate'}"
                     " view; call .resolve_neg() or .resolve_conj() first")
