@@ -139,12 +139,16 @@ def _whole(value, what, low, high=None):
     return int(value)
 
 
-def _amount(value, what, positive=False):
-    """value as a float when it is finite and >= 0 (> 0 with positive); ValueError naming what."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0 or \
-            (positive and value == 0):
-        raise ValueError(f"{what} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+def _amount(value, what, low, high):
+    """value as a float when it is a number in [low, high] (so finite); ValueError naming what."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not low <= value <= high:
+        raise ValueError(f"{what} must be a number from {low:g} to {high:g}, got {value!r}")
     return float(value)
+
+
+# ringo-model's limits (tools/ringo-model.c): beyond them its numbers stop meaning anything, and
+# model()'s turned into inf or an OverflowError.
+MAX_BYTES, MAX_BW, MIN_LATENCY, MAX_LATENCY, MAX_RANKS = 1e18, 1e15, 1e-9, 1.0, 1 << 20
 
 
 def trace(n, count=None):
@@ -179,16 +183,23 @@ class Model:
 def model(params=None, dtype="float32", bytes=None, nranks=8, bw=None, latency=None):
     """Evaluates the ring's cost for D = params * sizeof(dtype) (or bytes) on nranks ranks with bw
     bytes/s per rank and latency seconds per ring step. Same formulas as ringo-model (the seed's):
-    factor 2(N-1)/N, time = factor*D/bw + 2(N-1)*latency, D* = N*latency*bw."""
+    factor 2(N-1)/N, time = factor*D/bw + 2(N-1)*latency, D* = N*latency*bw; and the same limits
+    (D from 1 B to 1 EB, bw from 1 B/s to 1 PB/s, latency 0 or 1 ns to 1 s, up to 2**20 ranks)."""
     if (params is None) == (bytes is None):
         raise ValueError("ringo.model: give params (with dtype) or bytes")
     if not isinstance(dtype, str) or dtype not in _lib.DTYPE_BYTES:
         raise ValueError(f"ringo.model: unknown dtype {dtype}")
-    n = _whole(nranks, "ringo.model: nranks", 1)
-    d = _amount(bytes, "ringo.model: bytes", positive=True) if bytes is not None else \
-        _amount(params, "ringo.model: params", positive=True) * _lib.DTYPE_BYTES[dtype]
-    bw = _amount(bw, "ringo.model: bw (bytes/s)", positive=True) if bw is not None else None
-    latency = _amount(latency, "ringo.model: latency (s)") if latency is not None else None
+    n = _whole(nranks, "ringo.model: nranks", 1, MAX_RANKS)
+    if bytes is not None:
+        d = _amount(bytes, "ringo.model: bytes", 1, MAX_BYTES)
+    else:
+        d = _amount(params, "ringo.model: params", 0, MAX_BYTES) * _lib.DTYPE_BYTES[dtype]
+        _amount(d, f"ringo.model: D = params x {_lib.DTYPE_BYTES[dtype]} bytes", 1, MAX_BYTES)
+    bw = _amount(bw, "ringo.model: bw (bytes/s)", 1, MAX_BW) if bw is not None else None
+    latency = _amount(latency, "ringo.model: latency (s)", 0, MAX_LATENCY) if latency is not None else None
+    if latency and latency < MIN_LATENCY:
+        raise ValueError(f"ringo.model: latency (s) must be 0 or from {MIN_LATENCY:g} to {MAX_LATENCY:g}, "
+                         f"got {latency!r}")
     factor = 2.0 * (n - 1) / n
     t_bw = factor * d / bw if bw else None
     t_lat = 2 * (n - 1) * latency if latency is not None else None

@@ -45,7 +45,11 @@ def test_trace_rejects_what_the_tool_rejects_or_would_cut(n, count):
 @pytest.mark.parametrize("kwargs", [{"bytes": -5}, {"params": -1e6}, {"bytes": float("nan")}, {"bytes": 1e6, "bw": 0},
                                     {"bytes": 1e6, "bw": -1}, {"bytes": 1e6, "latency": -1},
                                     {"bytes": 1e6, "bw": float("inf")}, {"bytes": 1e6, "nranks": 2.5},
-                                    {"bytes": 1e6, "nranks": 0}, {"params": 10, "dtype": ["x"]}])
+                                    {"bytes": 1e6, "nranks": 0}, {"params": 10, "dtype": ["x"]},
+                                    # Beyond ringo-model's limits, where Python gave inf or an OverflowError:
+                                    {"params": 1e308, "dtype": "float64"}, {"bytes": 1e6, "nranks": 10**400},
+                                    {"bytes": 1e6, "bw": 1e-300}, {"bytes": 1e6, "latency": 1e308},
+                                    {"bytes": 0.5}, {"params": 0.1, "dtype": "int8"}, {"bytes": 1e6, "latency": 1e-12}])
 def test_model_rejects_what_ringo_model_rejects(kwargs):
     with pytest.raises(ValueError, match="ringo.model"):
         ringo.model(**kwargs)
