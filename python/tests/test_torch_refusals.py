@@ -25,6 +25,11 @@ def _quantized():
     return torch.quantize_per_tensor(torch.ones(4), 0.5, 0, torch.quint8)
 
 
+def _nested():
+    # Its layout is strided, but it has no flat view: data movement failed inside torch's reshape.
+    return torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+
+
 @pytest.mark.parametrize("what, call, message", [
     ("a negative view, MAX", lambda: dist.all_reduce(torch._neg_view(torch.tensor([2.0, 5.0])), dist.ReduceOp.MAX),
      "lazy negative view"),
@@ -37,6 +42,9 @@ def _quantized():
     ("a quantized tensor, broadcast", lambda: dist.broadcast(_quantized(), 0), "is quantized"),
     ("a quantized tensor, all_gather", lambda: dist.all_gather([_quantized()], _quantized()), "is quantized"),
     ("a quantized tensor, all_to_all", lambda: dist.all_to_all([_quantized()], [_quantized()]), "is quantized"),
+    ("a nested tensor, broadcast", lambda: dist.broadcast(_nested(), 0), "is a nested tensor"),
+    ("a nested tensor, all_gather_into_tensor", lambda: dist.all_gather_into_tensor(_nested(), _nested()),
+     "is a nested tensor"),
     ("an expanded output", lambda: dist.all_reduce(torch.ones(1).expand(3)), "share memory"),
     ("a gather list one long", lambda: dist.gather(torch.ones(2), [torch.empty(2)] * 2, dst=0), "one tensor per rank"),
     ("a gather list entry of another size", lambda: dist.gather(torch.ones(2), [torch.empty(3)], dst=0),

@@ -39,6 +39,9 @@ def check_memory(t, what):
     if t.layout != torch.strided:
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} has layout {t.layout}, which is not supported "
                     "(dense tensors only: .to_dense() first)")
+    if t.is_nested:  # strided layout, but no flat view of its elements to move
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is a nested tensor, which is not supported "
+                    "(pass its components, or .to_padded_tensor())")
     if t.is_quantized:  # its bytes are integers whose meaning (scale, zero point) would not travel
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} is quantized ({t.dtype}), which is not supported "
                     "(send .int_repr() and its quantization parameters, or .dequantize())")
