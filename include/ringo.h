@@ -122,7 +122,9 @@ RINGO_API const char* ringoGetLastError(ringoComm_t comm);
 /** recvbuff[i] = op over ranks of sendbuff[i], i < count, on every rank. In place when
  * recvbuff == sendbuff; buffers that otherwise share bytes are refused (every collective).
  * @return ringoSuccess; ringoInvalidArgument (bad comm, dtype, op, NULL buffer with count > 0,
- *         count overflow, overlap); ringoInvalidUsage (comm in error); ringoRemoteError; ringoTimeout. */
+ *         count overflow, overlap); ringoInvalidUsage (comm in error; another thread is inside a call
+ *         on comm: one call at a time per communicator, as in NCCL; the refused call moves nothing);
+ *         ringoRemoteError; ringoTimeout. */
 RINGO_API ringoResult_t ringoAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                        ringoDataType_t datatype, ringoRedOp_t op, ringoComm_t comm,
                                        ringoStream_t stream);
@@ -157,9 +159,10 @@ RINGO_API ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t
  * so any exchange pattern (an all-to-all written as a loop) completes. peer may be this rank
  * only inside a group that also holds the matching ringoRecv. count 0 moves nothing.
  * @return ringoSuccess; ringoInvalidArgument (bad comm, dtype, peer out of range, NULL buffer with
- *         count > 0, stream without a CUDA path); ringoInvalidUsage (comm in error, the peer's
- *         receive expects another count or type, self-send without a matching receive; a group
- *         of only self sends and receives that do not pair up is refused and leaves comm usable);
+ *         count > 0, stream without a CUDA path); ringoInvalidUsage (comm in error or inside a call
+ *         of another thread, as for ringoAllReduce; the peer's receive expects another count or
+ *         type, self-send without a matching receive; a group of only self sends and receives that
+ *         do not pair up is refused and leaves comm usable);
  *         ringoRemoteError; ringoTimeout. */
 RINGO_API ringoResult_t ringoSend(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer,
                                   ringoComm_t comm, ringoStream_t stream);

@@ -258,6 +258,42 @@ TEST(Destroy, WaitsForACallInAnotherThread) {
   });
 }
 
+// A communicator takes one call at a time: another thread's call while one runs (rank 0's
+// all-reduce waits for rank 1 here) is refused at once and touches nothing, so the running call
+// and the ones after it still match the peer's. Before, the second call drove the same links and
+// collective numbers: it waited out RINGO_TIMEOUT or returned success with the data mixed up.
+TEST(Overlap, SecondThreadsCallIsRefusedAndTheRunningOneCompletes) {
+  Options o;
+  o.ringo_timeout_s = 3;
+  o.deadline_s = 30;
+  ringo_test::RunForked(2, [](Team& team) {
+    ringoComm_t comm = team.comms[0];
+    const int rank = team.ranks[0];
+    std::vector<int32_t> x(1000, rank + 1), y(1000, -1);
+    ringoResult_t res = ringoInternalError;
+    if (rank == 1) {
+      usleep(1000000);  // rank 0's first call waits for this one meanwhile
+      res = ringoAllReduce(x.data(), x.data(), x.size(), ringoInt32, ringoSum, comm, nullptr);
+    } else {
+      std::thread caller([&] { res = ringoAllReduce(x.data(), x.data(), x.size(), ringoInt32, ringoSum, comm, nullptr); });
+      usleep(300000);  // the caller is blocked in the all-reduce by now
+      const double t0 = Now();
+      EXPECT_EQ(ringoAllReduce(y.data(), y.data(), y.size(), ringoInt32, ringoSum, comm, nullptr), ringoInvalidUsage);
+      EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("another thread is inside a call"), std::string::npos)
+          << ringoGetLastError(nullptr);
+      EXPECT_EQ(ringoRecv(y.data(), y.size(), ringoInt32, 1, comm, nullptr), ringoInvalidUsage);
+      EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("another thread is inside a call"), std::string::npos)
+          << ringoGetLastError(nullptr);
+      EXPECT_LT(Now() - t0, 0.5) << "refused at once, not after the running call";
+      EXPECT_EQ(y[0], -1) << "a refused call wrote its buffer";
+      caller.join();
+    }
+    EXPECT_EQ(res, ringoSuccess) << ringoGetLastError(comm);
+    EXPECT_EQ(x[999], 3);
+    ExpectAllReduceWorks(team, "a call refused on rank 0 while another ran");
+  }, o);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Queries.
 

@@ -41,12 +41,27 @@ static int reserve(void** array, size_t* cap, size_t n, size_t elem) {
 
 /* ---- the door: run now as a group of one, host or device decided once ---- */
 
+/* One call at a time on a communicator (NCCL's rule too): a second thread's call would drive the
+ * same links and collective numbers at once, and both could return success with the other's data
+ * mixed in. So it is refused before it touches anything, and the call already running goes on. */
+static ringoResult_t enter_call(ringoComm_t comm, const char* name) {
+  ringoResult_t res = ringo_comm_check_usable(comm, name);
+  if (res == ringoSuccess && atomic_exchange(&comm->calling, 1))
+    res = ringo_fail(ringoInvalidUsage, "%s: another thread is inside a call on rank %d's communicator; calls on one "
+                     "communicator must not overlap (one thread at a time, or a communicator per thread)", name,
+                     comm->rank);
+  return res;
+}
+
+/* Before inflight drops: after that a ringoCommAbort in another thread may free comm. */
+static void leave_call(ringoComm_t comm) { atomic_store(&comm->calling, 0); }
+
 /* A collective of a group of one, or one of a group's: host or device decided here, once. Records
  * its own errors in the communicator. */
 static ringoResult_t run_coll(const struct ringo_op* in_op) {
   struct ringo_op op = *in_op;
   const ringoComm_t comm = op.comm;
-  ringoResult_t res = ringo_comm_check_usable(comm, ringo_op_coll_name(op.coll));
+  ringoResult_t res = enter_call(comm, ringo_op_coll_name(op.coll));
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   op.seq = comm->seq++;
   if (ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_COLL)) {
@@ -72,6 +87,7 @@ static ringoResult_t run_coll(const struct ringo_op* in_op) {
   } else {
     ringo_comm_fail(comm, res); /* the FIFOs are out of step now: no further collective */
   }
+  leave_call(comm);
   /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
   atomic_fetch_sub(&comm->inflight, 1);
   return res;
@@ -80,13 +96,14 @@ static ringoResult_t run_coll(const struct ringo_op* in_op) {
 
 /* n sends and receives of comm on host memory, on the calling thread. */
 static ringoResult_t run_p2p_host(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
-  ringoResult_t res = ringo_comm_check_usable(comm, ringo_p2p_name(ops[0]));
+  ringoResult_t res = enter_call(comm, ringo_p2p_name(ops[0]));
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   atomic_fetch_add(&comm->inflight, 1);
   /* The proxy of device sends and receives drives the same links from its own thread. */
   res = ringo_device_quiesce(comm);
   if (res != ringoSuccess) ringo_comm_fail(comm, res);
   else res = ringo_p2p_run(comm, ops, n, NULL); /* records its errors */
+  leave_call(comm);
   atomic_fetch_sub(&comm->inflight, 1);
   return res;
 }
@@ -94,7 +111,7 @@ static ringoResult_t run_p2p_host(ringoComm_t comm, const struct ringo_op* const
 /* n device sends and receives of comm, enqueued as one batch on ringo's stream (device.c); with
  * join, each op's stream then waits for it. Records its errors in the communicator. */
 static ringoResult_t run_p2p_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join) {
-  ringoResult_t res = ringo_comm_check_usable(comm, ringo_p2p_name(ops[0]));
+  ringoResult_t res = enter_call(comm, ringo_p2p_name(ops[0]));
   if (res != ringoSuccess) return ringo_comm_record(comm, res);
   atomic_fetch_add(&comm->inflight, 1);
   res = ringo_device_p2p_launch(comm, ops, n);
@@ -104,6 +121,7 @@ static ringoResult_t run_p2p_device(ringoComm_t comm, const struct ringo_op* con
     if (res == ringoSuccess) res = r;
   }
   if (res != ringoSuccess) ringo_comm_fail(comm, res); /* a half-enqueued batch leaves the links out of step */
+  leave_call(comm);
   atomic_fetch_sub(&comm->inflight, 1);
   return res;
 }
