@@ -534,6 +534,37 @@ TEST(Rendezvous, DuplicateRankIsRefused) {
   }, ShortTimeout());
 }
 
+// A rank of the job refused at the join (another nranks, a rank already taken) is why the ranks
+// already in wait: when their join times out, the root's message names that refusal. Before, it said
+// only "missing ranks: 1", though that rank had come and been sent away.
+TEST(Rendezvous, JoinTimeoutNamesTheRefusedClaim) {
+  ringo_test::ScopedEnv timeout("RINGO_TIMEOUT", "1");  // for the root in this process
+  struct Case { int nranks[2], rank[2]; const char* why; };
+  for (const Case& c : {Case{{2, 3}, {0, 1}, "rank 1: nranks 3 disagrees with nranks 2"},
+                        Case{{2, 2}, {0, 0}, "rank 0: rank 0 already joined"}}) {
+    SCOPED_TRACE(c.why);
+    Options o;
+    o.ringo_timeout_s = 1;
+    o.deadline_s = 20;
+    ringo_test::RunProcesses(2, [&c](int index, const ringoUniqueId& id, Shared&) {
+      if (index == 1) usleep(300000);  // process 0 joins first and fixes nranks
+      ringoComm_t comm = nullptr;
+      const double t0 = Now();
+      const ringoResult_t res = ringoCommInitRank(&comm, c.nranks[index], id, c.rank[index]);
+      const std::string msg = ringoGetLastError(nullptr);
+      EXPECT_LT(Now() - t0, 1.0 + 1.5) << msg;
+      if (index == 1) {
+        EXPECT_EQ(res, ringoRemoteError) << msg;
+        return;
+      }
+      EXPECT_EQ(res, ringoTimeout) << msg;
+      EXPECT_NE(msg.find("missing ranks: 1"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(std::string("1 join with this id refused meanwhile, the last: ") + c.why), std::string::npos)
+          << msg;
+    }, o);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The harness itself: failures, hangs and crashes of children reach the parent.
 

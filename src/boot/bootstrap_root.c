@@ -90,6 +90,8 @@ struct root {
   int aborted, telling;         /* the rendezvous ended early; ERROR frames still queued */
   ringoResult_t abort_code;
   char abort_text[RINGO_BOOTSTRAP_MAX_ERROR];
+  uint32_t claims_refused;      /* hellos with the secret refused in the join (another nranks, a rank taken) */
+  char last_claim[160];         /* why the last of them was */
   double round_deadline;        /* RINGO_TIMEOUT after the first rank of the round arrived */
   struct conn** by_rank; /* admitted and not yet gone */
   uint8_t* seen;         /* ranks ever admitted, so a rank cannot join twice */
@@ -200,6 +202,14 @@ static void conn_lost(struct root* rt, struct conn* c) {
                "from %s) exited or failed", rank, rt->all_joined ? "" : " before all ranks joined", from);
 }
 
+/* Refuses a hello that proved the secret: a rank of this job, started with another nranks or a rank
+ * already taken. Remembered, because it is usually why the ranks already in wait for a missing one. */
+static void __attribute__((format(printf, 3, 4))) refuse_claim(struct root* rt, struct conn* c, const char* fmt, ...) {
+  FORMAT_ARGS(rt->last_claim, sizeof rt->last_claim, fmt);
+  rt->claims_refused++;
+  refuse(rt, c, "refused %s", rt->last_claim);
+}
+
 static void admit(struct root* rt, struct conn* c, uint32_t rank) {
   c->state = CONN_JOINED;
   c->rank = (int)rank;
@@ -235,10 +245,10 @@ static void hello_in(struct root* rt, struct conn* c) {
     start_telling(rt);
     if (join_settled(rt)) finish(rt);
   } else if (hello.nranks != rt->nranks)
-    refuse(rt, c, "refused rank %u: nranks %u disagrees with nranks %u of the ranks that joined first", hello.rank,
-           hello.nranks, rt->nranks);
+    refuse_claim(rt, c, "rank %u: nranks %u disagrees with nranks %u of the ranks that joined first", hello.rank,
+                 hello.nranks, rt->nranks);
   else if (rt->seen[hello.rank])
-    refuse(rt, c, "refused rank %u: rank %u already joined", hello.rank, hello.rank);
+    refuse_claim(rt, c, "rank %u: rank %u already joined", hello.rank, hello.rank);
   else
     admit(rt, c, hello.rank);
 }
@@ -437,10 +447,13 @@ static void missing_ranks(const struct root* rt, int in_round, const char* prefi
 }
 
 static void join_timeout(struct root* rt) {
-  char missing[160];
+  char missing[160], claims[sizeof rt->last_claim + 80] = "";
   missing_ranks(rt, 0, "", missing, sizeof missing);
-  root_abort(rt, ringoTimeout, "only %u of %u ranks joined within RINGO_TIMEOUT=%gs (missing ranks: %s)", rt->joined,
-             rt->nranks, rt->timeout_s, missing);
+  if (rt->claims_refused)
+    snprintf(claims, sizeof claims, "; %u join%s with this id refused meanwhile, the last: %s", rt->claims_refused,
+             rt->claims_refused > 1 ? "s" : "", rt->last_claim);
+  root_abort(rt, ringoTimeout, "only %u of %u ranks joined within RINGO_TIMEOUT=%gs (missing ranks: %s)%s", rt->joined,
+             rt->nranks, rt->timeout_s, missing, claims);
 }
 
 /* A round that not every rank reached in RINGO_TIMEOUT: the root names who is missing (each rank on
