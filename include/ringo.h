@@ -178,9 +178,10 @@ RINGO_API ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t 
 RINGO_API ringoResult_t ringoGroupStart(void);
 /** Runs the queued work: every queued ringoCommInitRank first (concurrently), then the queued
  * operations, those of different communicators concurrently, and waits for all of it.
- * @return ringoSuccess; ringoInvalidUsage without a matching ringoGroupStart; the first error (a
- *         communicator whose queued init failed stays allocated and reports the error through
- *         ringoCommGetAsyncError and ringoGetLastError; destroy it). */
+ * @return ringoSuccess; ringoInvalidUsage without a matching ringoGroupStart in this thread (groups
+ *         are per thread, as in NCCL); the first error (a communicator whose queued init failed
+ *         stays allocated and reports the error through ringoCommGetAsyncError and
+ *         ringoGetLastError; destroy it). */
 RINGO_API ringoResult_t ringoGroupEnd(void);
 /** How many ringoGroupStart calls of this thread are open (0 outside a group): what a layer on this
  * API (the DDP layer) checks before calls that must complete before they return. Not in NCCL.

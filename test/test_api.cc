@@ -101,6 +101,17 @@ TEST(Group, EndWithoutStartIsInvalidUsage) {
     EXPECT_EQ(ringoGroupDepth(&depth), ringoSuccess);
     EXPECT_EQ(depth, 0);
     EXPECT_EQ(ringoGroupDepth(nullptr), ringoInvalidArgument);
+    // A group belongs to the thread that started it: ending it from another is refused by saying so
+    // (the message named no thread), and the starting thread still ends its own.
+    EXPECT_EQ(ringoGroupStart(), ringoSuccess);
+    std::thread other([] {
+      EXPECT_EQ(ringoGroupEnd(), ringoInvalidUsage);
+      EXPECT_NE(strstr(ringoGetLastError(nullptr), "in this thread"), nullptr) << ringoGetLastError(nullptr);
+    });
+    other.join();
+    EXPECT_EQ(ringoGroupDepth(&depth), ringoSuccess);
+    EXPECT_EQ(depth, 1);
+    EXPECT_EQ(ringoGroupEnd(), ringoSuccess);
   }, NoId());
 }
 

@@ -381,7 +381,10 @@ static ringoResult_t run_queued(struct ringo_op* ops, size_t nops) {
 
 ringoResult_t ringoGroupEnd(void) {
   ringo_thread_clear_error();
-  if (group_depth == 0) return ringo_fail(ringoInvalidUsage, "ringoGroupEnd without a matching ringoGroupStart");
+  /* Groups are per thread: a group started by another thread (a pool handing work on) is not this one's. */
+  if (group_depth == 0)
+    return ringo_fail(ringoInvalidUsage, "ringoGroupEnd without a matching ringoGroupStart in this thread (a group "
+                      "belongs to the thread that started it)");
   if (--group_depth > 0) return ringoSuccess;
   ringoResult_t res = ninits ? run_inits(inits, ninits) : ringoSuccess;
   /* Operations queued on communicators of a failed init would wait for ranks that never come. */
