@@ -86,6 +86,9 @@ RINGO_API ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUn
 RINGO_API ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist);
 
 /** Frees a communicator once its work is done: a call another thread is running on it finishes first.
+ * Once freed (here or by ringoCommAbort) the handle is gone, as in NCCL: no call may pass it again, a
+ * second ringoCommDestroy or ringoCommAbort included; set it to NULL, which the calls refuse with
+ * ringoInvalidArgument (NullComm.EveryFunctionRejectsIt in test/test_api.cc).
  * @return ringoSuccess; ringoInvalidArgument if comm is NULL; ringoInvalidUsage (nothing freed) while
  * this thread's open group holds calls on comm, which ringoGroupEnd would run. */
 RINGO_API ringoResult_t ringoCommDestroy(ringoComm_t comm);

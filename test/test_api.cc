@@ -135,6 +135,9 @@ TEST(NullComm, EveryFunctionRejectsIt) {
     expect_rejected(ringoCommCount(nullptr, &v), "ringoCommCount");
     expect_rejected(ringoCommUserRank(nullptr, &v), "ringoCommUserRank");
     expect_rejected(ringoCommCuDevice(nullptr, &v), "ringoCommCuDevice");
+    expect_rejected(ringoCommLocalRanks(nullptr, &v), "ringoCommLocalRanks");
+    expect_rejected(ringoSend(buf, 4, ringoFloat32, 0, nullptr, nullptr), "ringoSend");
+    expect_rejected(ringoRecv(buf, 4, ringoFloat32, 0, nullptr, nullptr), "ringoRecv");
     expect_rejected(ringoCommGetAsyncError(nullptr, &async), "ringoCommGetAsyncError");
     expect_rejected(ringoCommGetStats(nullptr, &stats), "ringoCommGetStats");
     expect_rejected(ringoCommDestroy(nullptr), "ringoCommDestroy");
