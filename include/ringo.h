@@ -90,12 +90,14 @@ RINGO_API ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int
  * second ringoCommDestroy or ringoCommAbort included; set it to NULL, which the calls refuse with
  * ringoInvalidArgument (NullComm.EveryFunctionRejectsIt in test/test_api.cc).
  * @return ringoSuccess; ringoInvalidArgument if comm is NULL; ringoInvalidUsage (nothing freed) while
- * this thread's open group holds calls on comm, which ringoGroupEnd would run. */
+ * this thread's open group holds calls on comm, which ringoGroupEnd would run, or while another
+ * thread's open group holds comm's ringoCommInitRank. */
 RINGO_API ringoResult_t ringoCommDestroy(ringoComm_t comm);
 
 /** Marks comm aborted (a collective blocked in another thread returns soon after) and frees it; calls
  * on comm queued in this thread's open group are dropped.
- * @return ringoSuccess; ringoInvalidArgument if comm is NULL. */
+ * @return ringoSuccess; ringoInvalidArgument if comm is NULL; ringoInvalidUsage (nothing freed) while
+ *         another thread's open group holds comm's ringoCommInitRank. */
 RINGO_API ringoResult_t ringoCommAbort(ringoComm_t comm);
 
 /** Number of ranks. @return ringoSuccess; ringoInvalidArgument on NULL comm or count. */

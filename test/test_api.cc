@@ -247,6 +247,29 @@ TEST(Destroy, AbortDropsAQueuedInit) {
   });
 }
 
+// Another thread's destroy or abort of a communicator whose init is queued in this thread's group is
+// refused and frees nothing: before, it freed the communicator that ringoGroupEnd then made.
+TEST(Destroy, RefusedFromAnotherThreadWhileTheInitIsQueued) {
+  ringo_test::RunProcesses(1, [](int, const ringoUniqueId& id, Shared&) {
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    ASSERT_EQ(ringoCommInitRank(&comm, 1, id, 0), ringoSuccess) << ringoGetLastError(nullptr);
+    std::thread other([comm] {
+      for (const bool destroy : {true, false}) {
+        EXPECT_EQ(destroy ? ringoCommDestroy(comm) : ringoCommAbort(comm), ringoInvalidUsage);
+        EXPECT_NE(strstr(ringoGetLastError(nullptr), "still being created by another thread"), nullptr)
+            << ringoGetLastError(nullptr);
+      }
+    });
+    other.join();
+    ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(nullptr);
+    float x[2] = {1, 2};
+    EXPECT_EQ(ringoAllReduce(x, x, 2, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess) << ringoGetLastError(comm);
+    EXPECT_EQ(x[1], 2.0f);
+    EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  });
+}
+
 // Destroy while another thread is inside a collective on the communicator waits for that call.
 TEST(Destroy, WaitsForACallInAnotherThread) {
   ringo_test::RunProcesses(2, [](int rank, const ringoUniqueId& id, Shared&) {
