@@ -91,13 +91,17 @@ RINGO_API ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int
  * ringoInvalidArgument (NullComm.EveryFunctionRejectsIt in test/test_api.cc).
  * @return ringoSuccess; ringoInvalidArgument if comm is NULL; ringoInvalidUsage (nothing freed) while
  * this thread's open group holds calls on comm, which ringoGroupEnd would run, or while another
- * thread's open group holds comm's ringoCommInitRank. */
+ * thread's open group holds comm's ringoCommInitRank or calls on comm (queued, or running at its
+ * ringoGroupEnd). */
 RINGO_API ringoResult_t ringoCommDestroy(ringoComm_t comm);
 
 /** Marks comm aborted (a collective blocked in another thread returns soon after) and frees it; calls
- * on comm queued in this thread's open group are dropped.
+ * on comm queued in this thread's open group are dropped. Calls on comm in another thread's group
+ * fail at once; the abort waits (at most RINGO_TIMEOUT) for that thread's ringoGroupEnd to be done
+ * with them before it frees comm.
  * @return ringoSuccess; ringoInvalidArgument if comm is NULL; ringoInvalidUsage (nothing freed) while
- *         another thread's open group holds comm's ringoCommInitRank. */
+ *         another thread's open group holds comm's ringoCommInitRank, or when that wait ran out (comm
+ *         stays aborted; ringoCommDestroy frees it after that ringoGroupEnd). */
 RINGO_API ringoResult_t ringoCommAbort(ringoComm_t comm);
 
 /** Number of ranks. @return ringoSuccess; ringoInvalidArgument on NULL comm or count. */

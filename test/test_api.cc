@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -267,6 +268,36 @@ TEST(Destroy, RefusedFromAnotherThreadWhileTheInitIsQueued) {
     EXPECT_EQ(ringoAllReduce(x, x, 2, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess) << ringoGetLastError(comm);
     EXPECT_EQ(x[1], 2.0f);
     EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  });
+}
+
+// Calls queued in another thread's open group would run on freed memory at its ringoGroupEnd (a
+// segfault, before): destroy from this thread refuses; abort fails them and waits for that thread's
+// ringoGroupEnd to let go of them, then frees.
+TEST(Destroy, AnotherThreadsGroupHoldingItsCallsIsWaitedForOrRefused) {
+  ringo_test::RunProcesses(1, [](int, const ringoUniqueId& id, Shared&) {
+    setenv("RINGO_TIMEOUT", "20", 1);
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoCommInitRank(&comm, 1, id, 0), ringoSuccess) << ringoGetLastError(nullptr);
+    float x[4] = {1, 2, 3, 4};
+    std::atomic<int> queued{0}, destroy_refused{0};
+    ringoResult_t group_end = ringoInternalError;
+    std::thread grouping([&] {
+      ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+      ASSERT_EQ(ringoAllReduce(x, x, 4, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess);
+      queued = 1;
+      while (!destroy_refused) usleep(1000);
+      usleep(200000);  // the abort below is waiting for this group by now
+      group_end = ringoGroupEnd();
+    });
+    while (!queued) usleep(1000);
+    EXPECT_EQ(ringoCommDestroy(comm), ringoInvalidUsage);
+    EXPECT_NE(strstr(ringoGetLastError(nullptr), "another thread's group holds 1 call"), nullptr)
+        << ringoGetLastError(nullptr);
+    destroy_refused = 1;
+    EXPECT_EQ(ringoCommAbort(comm), ringoSuccess) << ringoGetLastError(nullptr);
+    grouping.join();
+    EXPECT_EQ(group_end, ringoInvalidUsage) << "the aborted communicator's call fails at that ringoGroupEnd";
   });
 }
 

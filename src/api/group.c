@@ -168,6 +168,7 @@ static int enqueue(const struct ringo_op* op, ringoResult_t* res) {
     return 1;
   }
   queued[nqueued++] = *op;
+  atomic_fetch_add(&op->comm->grouped, 1); /* until ringoGroupEnd is done with it (or abort drops it) */
   *res = ringoSuccess;
   return 1;
 }
@@ -186,7 +187,10 @@ size_t ringo_group_queued_on(ringoComm_t comm, int forget) {
     if (queued[i].comm == comm) found++;
     else if (forget) queued[kept++] = queued[i];
   }
-  if (forget) nqueued = kept;
+  if (forget) {
+    nqueued = kept;
+    atomic_fetch_sub(&comm->grouped, (int)found);
+  }
   kept = 0;
   for (size_t i = 0; i < ninits; i++) {
     if (inits[i].comm == comm) found++;
@@ -389,6 +393,8 @@ ringoResult_t ringoGroupEnd(void) {
   ringoResult_t res = ninits ? run_inits(inits, ninits) : ringoSuccess;
   /* Operations queued on communicators of a failed init would wait for ranks that never come. */
   if (res == ringoSuccess && nqueued) res = run_queued(queued, nqueued);
+  /* The last touch of each communicator: an abort in another thread waits for its count to drop. */
+  for (size_t i = 0; i < nqueued; i++) atomic_fetch_sub(&queued[i].comm->grouped, 1);
   free(queued);
   free(inits);
   queued = NULL;

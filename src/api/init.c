@@ -109,13 +109,31 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
   return res;
 }
 
-/* Calls in other threads still running on comm (a blocked one ends with the abort flag, or at its
- * peers or RINGO_TIMEOUT): they must leave before the memory they use goes away. */
-static void wait_for_calls(ringoComm_t comm) {
-  const struct ringo_wait_policy policy = {.timeout_s = 1e30, .sleep_ns = 1000000L, .net = RINGO_WAIT_NET_NONE};
+/* Waits until *count is 0, at most timeout_s; returns whether it got there. */
+static int wait_for_zero(const atomic_int* count, double timeout_s) {
+  const struct ringo_wait_policy policy = {.timeout_s = timeout_s, .sleep_ns = 1000000L, .net = RINGO_WAIT_NET_NONE};
   struct ringo_waiter w;
   ringo_waiter_start(&w, &policy, ringo_now());
-  while (atomic_load(&comm->inflight) > 0) ringo_waiter_sleep(&w, ringo_now());
+  while (atomic_load(count) > 0) {
+    const double now = ringo_now();
+    if (ringo_waiter_check(&w, now) == RINGO_WAIT_TIMED_OUT) return atomic_load(count) == 0;
+    ringo_waiter_sleep(&w, now);
+  }
+  return 1;
+}
+
+/* Calls in other threads still running on comm (a blocked one ends with the abort flag, or at its
+ * peers or RINGO_TIMEOUT): they must leave before the memory they use goes away. */
+static void wait_for_calls(ringoComm_t comm) { (void)wait_for_zero(&comm->inflight, 1e30); }
+
+/* Calls on comm in another thread's group, queued or running at its ringoGroupEnd, would run on
+ * freed memory: destroy refuses them (this thread's own are counted before). */
+static ringoResult_t check_no_group_elsewhere(ringoComm_t comm, const char* fn) {
+  const int held = atomic_load(&comm->grouped);
+  if (held == 0) return ringoSuccess;
+  return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "%s: another thread's group holds %d call%s on rank %d's "
+                                            "communicator (queued, or running at its ringoGroupEnd); free it after "
+                                            "that ringoGroupEnd", fn, held, held > 1 ? "s" : "", comm->rank));
 }
 
 /* An init queued in another thread's open group (or running at its ringoGroupEnd) would make the
@@ -135,6 +153,7 @@ ringoResult_t ringoCommDestroy(ringoComm_t comm) {
                                               "%zu call%s on rank %d's communicator; ringoGroupEnd runs them, "
                                               "ringoCommAbort drops them", queued, queued > 1 ? "s" : "", comm->rank));
   RINGO_CHECK(check_not_being_made(comm, "ringoCommDestroy"));
+  RINGO_CHECK(check_no_group_elsewhere(comm, "ringoCommDestroy"));
   wait_for_calls(comm);
   ringo_lifecycle_free(comm);
   return ringoSuccess;
@@ -152,6 +171,13 @@ ringoResult_t ringoCommAbort(ringoComm_t comm) {
   ringo_thread_clear_error(); /* the abort itself succeeds */
   atomic_store(&comm->abort_flag, 1);
   ringo_device_abort(comm);
+  /* Another thread's group: its calls fail at once on the flag, but only its ringoGroupEnd lets go of
+   * them. Bounded: a group left open keeps the communicator, aborted, for ringoCommDestroy. */
+  if (!wait_for_zero(&comm->grouped, comm->env.timeout_s))
+    return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "ringoCommAbort: rank %d's communicator is aborted, but "
+                                              "another thread's open group still holds calls on it after %.1f s; they "
+                                              "fail at its ringoGroupEnd, after which ringoCommDestroy frees it",
+                                              comm->rank, comm->env.timeout_s));
   wait_for_calls(comm); /* a collective in another thread notices the flag within one sleep of its wait loop */
   ringo_lifecycle_free(comm);
   return ringoSuccess;

@@ -102,6 +102,7 @@ struct ringoComm {
   void (*tctx_free)(void*);
   atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
   atomic_int inflight;          /* collectives running now (Abort waits for them to leave) */
+  atomic_int grouped;           /* its calls in threads' open groups, until their ringoGroupEnd is done with them */
   atomic_int calling;           /* a public call runs on it (api/group.c): another thread's is refused */
   _Atomic ringoResult_t error;  /* sticky: a collective failed mid-flight, the ring is unusable */
   atomic_int failing;           /* the first failure claimed it: later ones keep error and fail_error */
