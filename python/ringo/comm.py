@@ -267,6 +267,10 @@ class Comm:
             return "ringo.Comm(destroyed)"
         return f"ringo.Comm(rank={self.rank}, size={self.size})"
 
+    def _fail(self, rc, call):
+        """A raw call's failure: after destroy() the handle is None, which C can only call NULL."""
+        check(rc, self.handle, call)
+
     # --- raw calls on pointers (the torch backend uses these) ----------------------------------------
     # One line each on purpose: a blocking 4 KiB all-reduce costs a few microseconds in C, so the
     # Python around it is kept to the call and one test of its result. stream: a cudaStream_t as an
@@ -274,37 +278,37 @@ class Comm:
     def all_reduce_ptr(self, send, recv, count, dt, op, stream=None):
         rc = _lib_.ringoAllReduce(send, recv, count, dt, op, self._h, stream)
         if rc:
-            check(rc, self._h, "ringoAllReduce")
+            self._fail(rc, "ringoAllReduce")
 
     def reduce_scatter_ptr(self, send, recv, recvcount, dt, op, stream=None):
         rc = _lib_.ringoReduceScatter(send, recv, recvcount, dt, op, self._h, stream)
         if rc:
-            check(rc, self._h, "ringoReduceScatter")
+            self._fail(rc, "ringoReduceScatter")
 
     def all_gather_ptr(self, send, recv, sendcount, dt, stream=None):
         rc = _lib_.ringoAllGather(send, recv, sendcount, dt, self._h, stream)
         if rc:
-            check(rc, self._h, "ringoAllGather")
+            self._fail(rc, "ringoAllGather")
 
     def broadcast_ptr(self, send, recv, count, dt, root, stream=None):
         rc = _lib_.ringoBroadcast(send, recv, count, dt, int(root), self._h, stream)
         if rc:
-            check(rc, self._h, "ringoBroadcast")
+            self._fail(rc, "ringoBroadcast")
 
     def reduce_ptr(self, send, recv, count, dt, op, root, stream=None):
         rc = _lib_.ringoReduce(send, recv, count, dt, op, int(root), self._h, stream)
         if rc:
-            check(rc, self._h, "ringoReduce")
+            self._fail(rc, "ringoReduce")
 
     def send_ptr(self, buf, count, dt, peer, stream=None):
         rc = _lib_.ringoSend(buf, count, dt, int(peer), self._h, stream)
         if rc:
-            check(rc, self._h, "ringoSend")
+            self._fail(rc, "ringoSend")
 
     def recv_ptr(self, buf, count, dt, peer, stream=None):
         rc = _lib_.ringoRecv(buf, count, dt, int(peer), self._h, stream)
         if rc:
-            check(rc, self._h, "ringoRecv")
+            self._fail(rc, "ringoRecv")
 
     # --- collectives on NumPy arrays -------------------------------------------------------------------
     def all_reduce(self, send, recv=None, op="sum", dtype=None):

@@ -135,3 +135,15 @@ def _one_rank_sum(uid_as):
 @pytest.mark.parametrize("uid_as", [bytes, bytearray, memoryview, lambda b: np.frombuffer(b, np.uint8)])
 def test_the_unique_id_may_travel_as_any_bytes_like_object(uid_as):
     assert _one_rank_sum(uid_as) == [1.0, 1.0]
+
+
+def test_calls_on_a_destroyed_comm_say_it_was_destroyed():
+    # They said "comm is NULL" (the None handle passed to C) while rank and size said "destroyed".
+    comm = ringo.Comm(1, ringo.unique_id(), 0)
+    comm.destroy()
+    x = np.ones(2, np.float32)
+    for call in (lambda: comm.all_reduce(x), lambda: comm.broadcast(x), lambda: comm.send(x, 0),
+                 lambda: comm.rank):
+        with pytest.raises(ringo.Error, match="already destroyed") as e:
+            call()
+        assert e.value.code == INVALID_USAGE
