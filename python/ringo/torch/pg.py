@@ -497,6 +497,13 @@ class ProcessGroupRingo(dist.ProcessGroup):
         for _, t, c in copies:
             _write_back(t, c)
 
+    def _check_own_piece(self, sent, received, what):
+        """The piece a rank sends itself must fill the piece it receives from itself: checked here, since
+        in the group beside the other ranks' pieces a mismatch fails the whole communicator."""
+        if sent != received:
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what}: this rank's own piece is {sent} bytes in the "
+                        f"input and {received} bytes in the output")
+
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         check_device(input, "all_to_all_single input")
         check_device(output, "all_to_all_single output")
@@ -504,6 +511,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
             raise Error(_lib.INVALID_ARGUMENT, "ringo backend: all_to_all_single input and output dtypes differ")
         ins = _splits(input, input_split_sizes, self._n, "input")
         outs = _splits(output, output_split_sizes, self._n, "output")
+        self._check_own_piece(ins[self._me][1], outs[self._me][1], "all_to_all_single")
 
         def run(s=None):
             src = byte_view(_contiguous(input), "input")
@@ -519,6 +527,9 @@ class ProcessGroupRingo(dist.ProcessGroup):
     def alltoall(self, output_tensors, input_tensors, opts=None):
         if len(output_tensors) != self._n or len(input_tensors) != self._n:
             raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: all_to_all needs {self._n} inputs and outputs")
+        mine_in, mine_out = input_tensors[self._me], output_tensors[self._me]
+        self._check_own_piece(mine_in.numel() * mine_in.element_size(), mine_out.numel() * mine_out.element_size(),
+                              "all_to_all")
 
         def run(s=None):
             self._exchange_into([(p, byte_view(_contiguous(t), "input")) for p, t in enumerate(input_tensors)],
