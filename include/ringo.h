@@ -186,9 +186,11 @@ RINGO_API ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t 
  * @return ringoSuccess. */
 RINGO_API ringoResult_t ringoGroupStart(void);
 /** Runs the queued work: every queued ringoCommInitRank first (concurrently), then the queued
- * operations, those of different communicators concurrently, and waits for all of it.
+ * operations, those of different communicators concurrently, and waits for all of it. The operations
+ * hold each of their communicators for the whole ringoGroupEnd, as one call does.
  * @return ringoSuccess; ringoInvalidUsage without a matching ringoGroupStart in this thread (groups
- *         are per thread, as in NCCL); the first error (a communicator whose queued init failed
+ *         are per thread, as in NCCL), or when another thread is inside a call on one of the group's
+ *         communicators (the whole group is refused then, and none of its operations moves); the first error (a communicator whose queued init failed
  *         stays allocated and reports the error through ringoCommGetAsyncError and
  *         ringoGetLastError; destroy it). */
 RINGO_API ringoResult_t ringoGroupEnd(void);

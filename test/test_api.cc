@@ -249,18 +249,25 @@ TEST(Destroy, AbortDropsAQueuedInit) {
 }
 
 // Another thread's destroy or abort of a communicator whose init is queued in this thread's group is
-// refused and frees nothing: before, it freed the communicator that ringoGroupEnd then made.
+// refused and frees nothing: before, it freed the communicator that ringoGroupEnd then made. So is
+// the abort of a thread whose own group holds only calls on it (it was let through).
 TEST(Destroy, RefusedFromAnotherThreadWhileTheInitIsQueued) {
   ringo_test::RunProcesses(1, [](int, const ringoUniqueId& id, Shared&) {
     ringoComm_t comm = nullptr;
     ASSERT_EQ(ringoGroupStart(), ringoSuccess);
     ASSERT_EQ(ringoCommInitRank(&comm, 1, id, 0), ringoSuccess) << ringoGetLastError(nullptr);
     std::thread other([comm] {
-      for (const bool destroy : {true, false}) {
-        EXPECT_EQ(destroy ? ringoCommDestroy(comm) : ringoCommAbort(comm), ringoInvalidUsage);
+      float y[2] = {1, 2};
+      for (const int how : {0, 1, 2}) {
+        if (how == 2) {  // abort with a call of this thread's own group queued on comm
+          ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+          EXPECT_EQ(ringoAllReduce(y, y, 2, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess);
+        }
+        EXPECT_EQ(how == 0 ? ringoCommDestroy(comm) : ringoCommAbort(comm), ringoInvalidUsage) << how;
         EXPECT_NE(strstr(ringoGetLastError(nullptr), "still being created by another thread"), nullptr)
             << ringoGetLastError(nullptr);
       }
+      EXPECT_EQ(ringoGroupEnd(), ringoInvalidUsage) << "its all-reduce meets a communicator not made yet";
     });
     other.join();
     ASSERT_EQ(ringoGroupEnd(), ringoSuccess) << ringoGetLastError(nullptr);
@@ -268,6 +275,29 @@ TEST(Destroy, RefusedFromAnotherThreadWhileTheInitIsQueued) {
     EXPECT_EQ(ringoAllReduce(x, x, 2, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess) << ringoGetLastError(comm);
     EXPECT_EQ(x[1], 2.0f);
     EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  });
+}
+
+// A queued init that fails is still read by its ringoGroupEnd after the failure (its message, the
+// root's last word): another thread's destroy is refused until that ringoGroupEnd is done with it. It
+// was let through once the init had failed and freed the communicator under it (ASan saw the reads).
+TEST(Destroy, RefusedWhileTheGroupEndOfAFailedInitStillRuns) {
+  ringo_test::RunProcesses(1, [](int, const ringoUniqueId& id, Shared&) {
+    setenv("RINGO_TIMEOUT", "1", 1);
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+    ASSERT_EQ(ringoCommInitRank(&comm, 2, id, 0), ringoSuccess) << ringoGetLastError(nullptr);  // rank 1 never comes
+    std::thread other([comm] {
+      ringoResult_t state = ringoSuccess;
+      while (ringoCommGetAsyncError(comm, &state) == ringoSuccess && state == ringoSuccess) usleep(200);
+      while (ringoCommDestroy(comm) != ringoSuccess) {
+        EXPECT_NE(strstr(ringoGetLastError(nullptr), "still being created by another thread"), nullptr)
+            << ringoGetLastError(nullptr);
+        usleep(200);
+      }
+    });
+    EXPECT_NE(ringoGroupEnd(), ringoSuccess);
+    other.join();
   });
 }
 
@@ -360,6 +390,53 @@ TEST(Overlap, SecondThreadsCallIsRefusedAndTheRunningOneCompletes) {
     EXPECT_EQ(x[999], 3);
     ExpectAllReduceWorks(team, "a call refused on rank 0 while another ran");
   }, o);
+}
+
+// A group takes the one-call guard of each of its communicators before anything moves: with one of
+// them inside another thread's call, the whole group is refused and nothing of it runs (before, the
+// other communicator's calls ran, and a call of the other thread could slip in between two of the
+// group's and be ordered differently than on the peers).
+TEST(Overlap, GroupWithABusyCommunicatorIsRefusedBeforeAnythingMoves) {
+  ringo_test::RunProcesses(2, [](int rank, const ringoUniqueId& id, Shared&) {
+    setenv("RINGO_TIMEOUT", "10", 1);
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoCommInitRank(&comm, 2, id, rank), ringoSuccess) << ringoGetLastError(nullptr);
+    std::vector<int32_t> x(1000, rank + 1);
+    ringoResult_t res = ringoInternalError;
+    if (rank == 1) {
+      usleep(1000000);  // rank 0's caller waits for this one meanwhile
+      res = ringoAllReduce(x.data(), x.data(), x.size(), ringoInt32, ringoSum, comm, nullptr);
+    } else {
+      ringoUniqueId own;
+      ringoComm_t alone = nullptr;
+      ASSERT_EQ(ringoGetUniqueId(&own), ringoSuccess);
+      ASSERT_EQ(ringoCommInitRank(&alone, 1, own, 0), ringoSuccess) << ringoGetLastError(nullptr);
+      std::thread caller([&] { res = ringoAllReduce(x.data(), x.data(), x.size(), ringoInt32, ringoSum, comm, nullptr); });
+      usleep(300000);  // the caller is blocked in the all-reduce by now
+      int32_t y[4] = {1, 2, 3, 4}, z[4] = {-1, -1, -1, -1};
+      ASSERT_EQ(ringoGroupStart(), ringoSuccess);
+      EXPECT_EQ(ringoAllReduce(y, z, 4, ringoInt32, ringoSum, alone, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoAllReduce(y, y, 4, ringoInt32, ringoSum, comm, nullptr), ringoSuccess);
+      EXPECT_EQ(ringoGroupEnd(), ringoInvalidUsage);
+      EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("another thread is inside a call"), std::string::npos)
+          << ringoGetLastError(nullptr);
+      EXPECT_EQ(z[0], -1) << "the free communicator's call of the refused group ran";
+      ringoCommStats stats{};
+      EXPECT_EQ(ringoCommGetStats(alone, &stats), ringoSuccess);
+      EXPECT_EQ(stats.collectives, 0u);
+      EXPECT_EQ(ringoAllReduce(y, z, 4, ringoInt32, ringoSum, alone, nullptr), ringoSuccess) << ringoGetLastError(alone);
+      EXPECT_EQ(z[3], 4);
+      EXPECT_EQ(ringoCommDestroy(alone), ringoSuccess);
+      caller.join();
+    }
+    EXPECT_EQ(res, ringoSuccess) << ringoGetLastError(comm);
+    EXPECT_EQ(x[999], 3);
+    std::vector<int32_t> w(10, rank + 1);  // still in step: nothing of the refused group moved
+    EXPECT_EQ(ringoAllReduce(w.data(), w.data(), w.size(), ringoInt32, ringoSum, comm, nullptr), ringoSuccess)
+        << ringoGetLastError(comm);
+    EXPECT_EQ(w[9], 3);
+    EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -43,33 +43,60 @@ static int reserve(void** array, size_t* cap, size_t n, size_t elem) {
 
 /* One call at a time on a communicator (NCCL's rule too): a second thread's call would drive the
  * same links and collective numbers at once, and both could return success with the other's data
- * mixed in. So it is refused before it touches anything, and the call already running goes on. */
-static ringoResult_t enter_call(ringoComm_t comm, const char* name) {
-  ringoResult_t res = ringo_comm_check_usable(comm, name);
-  if (res == ringoSuccess && atomic_exchange(&comm->calling, 1))
-    res = ringo_fail(ringoInvalidUsage, "%s: another thread is inside a call on rank %d's communicator; calls on one "
-                     "communicator must not overlap (one thread at a time, or a communicator per thread)", name,
-                     comm->rank);
+ * mixed in. So it is refused before it touches anything, and the call already running goes on.
+ * Counted in inflight first, so an abort in another thread either sees the call (and waits for it)
+ * or has failed the communicator before the call's usability check reads it. Records its refusal. */
+static ringoResult_t take_guard(ringoComm_t comm, const char* name) {
+  atomic_fetch_add(&comm->inflight, 1);
+  if (!atomic_exchange(&comm->calling, 1)) return ringoSuccess;
+  const ringoResult_t res = ringo_comm_record(
+      comm, ringo_fail(ringoInvalidUsage, "%s: another thread is inside a call on rank %d's communicator; calls on one "
+                       "communicator must not overlap (one thread at a time, or a communicator per thread)", name,
+                       comm->rank));
+  atomic_fetch_sub(&comm->inflight, 1); /* the last touch: comm may be freed from here on */
   return res;
 }
 
-/* Before inflight drops: after that a ringoCommAbort in another thread may free comm. */
-static void leave_call(ringoComm_t comm) { atomic_store(&comm->calling, 0); }
+/* The last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
+static void leave_call(ringoComm_t comm) {
+  atomic_store(&comm->calling, 0);
+  atomic_fetch_sub(&comm->inflight, 1);
+}
+
+static ringoResult_t enter_call(ringoComm_t comm, const char* name) {
+  RINGO_CHECK(take_guard(comm, name));
+  const ringoResult_t res = ringo_comm_check_usable(comm, name);
+  if (res == ringoSuccess) return res;
+  ringo_comm_record(comm, res);
+  leave_call(comm);
+  return res;
+}
+
+/* A call's start and end: its own guard, or, held by its ringoGroupEnd, only the usability check
+ * (an earlier call of the group may have failed the communicator). */
+static ringoResult_t begin_call(ringoComm_t comm, int held, const char* name) {
+  if (!held) return enter_call(comm, name);
+  const ringoResult_t res = ringo_comm_check_usable(comm, name);
+  return res == ringoSuccess ? res : ringo_comm_record(comm, res);
+}
+
+static void end_call(ringoComm_t comm, int held) {
+  if (!held) leave_call(comm);
+}
 
 /* A collective of a group of one, or one of a group's: host or device decided here, once. Records
  * its own errors in the communicator. */
 static ringoResult_t run_coll(const struct ringo_op* in_op) {
   struct ringo_op op = *in_op;
   const ringoComm_t comm = op.comm;
-  ringoResult_t res = enter_call(comm, ringo_op_coll_name(op.coll));
-  if (res != ringoSuccess) return ringo_comm_record(comm, res);
+  ringoResult_t res = begin_call(comm, op.held, ringo_op_coll_name(op.coll));
+  if (res != ringoSuccess) return res;
   op.seq = comm->seq++;
   if (ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_COLL)) {
     char fp[160];
     ringo_op_describe(&op, fp, sizeof fp);
     RINGO_INFO(RINGO_LOG_COLL, "rank %d: %s", comm->rank, fp);
   }
-  atomic_fetch_add(&comm->inflight, 1);
   if (op.device) { /* enqueued on the stream: returns at once */
     res = ringo_device_launch(&op);
     /* Joined even after a failure: what was queued before it may still touch the buffers. */
@@ -87,33 +114,28 @@ static ringoResult_t run_coll(const struct ringo_op* in_op) {
   } else {
     ringo_comm_fail(comm, res); /* the FIFOs are out of step now: no further collective */
   }
-  leave_call(comm);
-  /* Last touch of comm: once inflight drops, a ringoCommAbort in another thread may free it. */
-  atomic_fetch_sub(&comm->inflight, 1);
+  end_call(comm, op.held);
   return res;
 }
 
 
 /* n sends and receives of comm on host memory, on the calling thread. */
 static ringoResult_t run_p2p_host(ringoComm_t comm, const struct ringo_op* const* ops, size_t n) {
-  ringoResult_t res = enter_call(comm, ringo_p2p_name(ops[0]));
-  if (res != ringoSuccess) return ringo_comm_record(comm, res);
-  atomic_fetch_add(&comm->inflight, 1);
+  ringoResult_t res = begin_call(comm, ops[0]->held, ringo_p2p_name(ops[0]));
+  if (res != ringoSuccess) return res;
   /* The proxy of device sends and receives drives the same links from its own thread. */
   res = ringo_device_quiesce(comm);
   if (res != ringoSuccess) ringo_comm_fail(comm, res);
   else res = ringo_p2p_run(comm, ops, n, NULL); /* records its errors */
-  leave_call(comm);
-  atomic_fetch_sub(&comm->inflight, 1);
+  end_call(comm, ops[0]->held);
   return res;
 }
 
 /* n device sends and receives of comm, enqueued as one batch on ringo's stream (device.c); with
  * join, each op's stream then waits for it. Records its errors in the communicator. */
 static ringoResult_t run_p2p_device(ringoComm_t comm, const struct ringo_op* const* ops, size_t n, int join) {
-  ringoResult_t res = enter_call(comm, ringo_p2p_name(ops[0]));
-  if (res != ringoSuccess) return ringo_comm_record(comm, res);
-  atomic_fetch_add(&comm->inflight, 1);
+  ringoResult_t res = begin_call(comm, ops[0]->held, ringo_p2p_name(ops[0]));
+  if (res != ringoSuccess) return res;
   res = ringo_device_p2p_launch(comm, ops, n);
   /* Joined even after a failure: copies already queued may still write the receive buffers. */
   for (size_t i = 0; join && i < n; i++) {
@@ -121,8 +143,7 @@ static ringoResult_t run_p2p_device(ringoComm_t comm, const struct ringo_op* con
     if (res == ringoSuccess) res = r;
   }
   if (res != ringoSuccess) ringo_comm_fail(comm, res); /* a half-enqueued batch leaves the links out of step */
-  leave_call(comm);
-  atomic_fetch_sub(&comm->inflight, 1);
+  end_call(comm, ops[0]->held);
   return res;
 }
 
@@ -178,6 +199,7 @@ ringoResult_t ringo_group_submit_init(ringoComm_t comm, const ringoUniqueId* id)
   if (!reserve((void**)&inits, &inits_capacity, ninits, sizeof *inits))
     return ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory queueing an init in a group");
   inits[ninits++] = (struct queued_init){comm, *id, ringo_device_current(), ringoSuccess};
+  atomic_fetch_add(&comm->making, 1); /* until ringoGroupEnd has made it (or abort drops it) */
   return ringoSuccess;
 }
 
@@ -191,12 +213,20 @@ size_t ringo_group_queued_on(ringoComm_t comm, int forget) {
     nqueued = kept;
     atomic_fetch_sub(&comm->grouped, (int)found);
   }
+  const size_t made = ringo_group_inits_on(comm);
   kept = 0;
-  for (size_t i = 0; i < ninits; i++) {
-    if (inits[i].comm == comm) found++;
-    else if (forget) inits[kept++] = inits[i];
+  for (size_t i = 0; forget && i < ninits; i++)
+    if (inits[i].comm != comm) inits[kept++] = inits[i];
+  if (forget) {
+    ninits = kept;
+    atomic_fetch_sub(&comm->making, (int)made);
   }
-  if (forget) ninits = kept;
+  return found + made;
+}
+
+size_t ringo_group_inits_on(ringoComm_t comm) {
+  size_t found = 0;
+  for (size_t i = 0; i < ninits; i++) found += inits[i].comm == comm;
   return found;
 }
 
@@ -356,8 +386,29 @@ static ringoResult_t check_p2p_memory(const struct ringo_op* ops, size_t nops) {
   return ringoSuccess;
 }
 
-static ringoResult_t run_queued(struct ringo_op* ops, size_t nops) {
-  RINGO_CHECK(check_p2p_memory(ops, nops));
+/* The one-call guard of every communicator of the group, taken for the whole group before anything
+ * moves: another thread's call slipping in between two of the group's would be ordered differently
+ * on this rank than on its peers. Refused as a whole, with nothing moved, when one is busy (a
+ * communicator in error still fails only its own calls, at each). Fills comms with the distinct
+ * communicators (n of them) and marks every op held. */
+static ringoResult_t hold_comms(struct ringo_op* ops, size_t nops, ringoComm_t* comms, size_t* n) {
+  *n = 0;
+  for (size_t i = 0; i < nops; i++) {
+    size_t j = 0;
+    while (j < *n && comms[j] != ops[i].comm) j++;
+    if (j < *n) continue;
+    const ringoResult_t res = take_guard(ops[i].comm, "ringoGroupEnd");
+    if (res != ringoSuccess) {
+      while (*n > 0) leave_call(comms[--*n]);
+      return res;
+    }
+    comms[(*n)++] = ops[i].comm;
+  }
+  for (size_t i = 0; i < nops; i++) ops[i].held = 1;
+  return ringoSuccess;
+}
+
+static ringoResult_t run_held(struct ringo_op* ops, size_t nops) {
   const ringoResult_t dev_res = run_device_ops(ops, nops);
   size_t nhost = 0;
   for (size_t i = 0; i < nops; i++) nhost += !ops[i].device;
@@ -383,6 +434,18 @@ static ringoResult_t run_queued(struct ringo_op* ops, size_t nops) {
   return dev_res != ringoSuccess ? dev_res : res;
 }
 
+static ringoResult_t run_queued(struct ringo_op* ops, size_t nops) {
+  RINGO_CHECK(check_p2p_memory(ops, nops));
+  ringoComm_t* comms = calloc(nops, sizeof *comms);
+  if (!comms) return ringo_fail(ringoSystemError, "ringoGroupEnd: out of memory");
+  size_t ncomms = 0;
+  ringoResult_t res = hold_comms(ops, nops, comms, &ncomms);
+  if (res == ringoSuccess) res = run_held(ops, nops);
+  for (size_t i = 0; i < ncomms; i++) leave_call(comms[i]); /* grouped still keeps each alive */
+  free(comms);
+  return res;
+}
+
 ringoResult_t ringoGroupEnd(void) {
   ringo_thread_clear_error();
   /* Groups are per thread: a group started by another thread (a pool handing work on) is not this one's. */
@@ -391,6 +454,8 @@ ringoResult_t ringoGroupEnd(void) {
                       "belongs to the thread that started it)");
   if (--group_depth > 0) return ringoSuccess;
   ringoResult_t res = ninits ? run_inits(inits, ninits) : ringoSuccess;
+  /* The last touch of each init's communicator (its queued calls are counted in grouped). */
+  for (size_t i = 0; i < ninits; i++) atomic_fetch_sub(&inits[i].comm->making, 1);
   /* Operations queued on communicators of a failed init would wait for ranks that never come. */
   if (res == ringoSuccess && nqueued) res = run_queued(queued, nqueued);
   /* The last touch of each communicator: an abort in another thread waits for its count to drop. */

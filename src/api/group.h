@@ -17,5 +17,7 @@ ringoResult_t ringo_group_submit_init(ringoComm_t comm, const ringoUniqueId* id)
 /* How many calls on comm (inits included) this thread's open group holds; with forget, they are
  * dropped as well (an abort frees comm before ringoGroupEnd could run them). */
 size_t ringo_group_queued_on(ringoComm_t comm, int forget);
+/* How many inits of comm this thread's open group holds. */
+size_t ringo_group_inits_on(ringoComm_t comm);
 
 #endif /* RINGO_API_GROUP_H_ */

@@ -137,9 +137,10 @@ static ringoResult_t check_no_group_elsewhere(ringoComm_t comm, const char* fn) 
 }
 
 /* An init queued in another thread's open group (or running at its ringoGroupEnd) would make the
- * communicator in freed memory: only the thread that queued it can drop it (ringoCommAbort). */
-static ringoResult_t check_not_being_made(ringoComm_t comm, const char* fn) {
-  if (comm->ready || atomic_load(&comm->error) != ringoSuccess) return ringoSuccess;
+ * communicator in freed memory: only the thread that queued it can drop it (ringoCommAbort). own:
+ * the inits of comm this thread's group holds (the abort drops those). */
+static ringoResult_t check_not_being_made(ringoComm_t comm, const char* fn, size_t own) {
+  if ((size_t)atomic_load(&comm->making) <= own) return ringoSuccess;
   return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "%s: rank %d's communicator is still being created by "
                                             "another thread (its ringoCommInitRank is queued in that thread's group); "
                                             "free it after that thread's ringoGroupEnd", fn, comm->rank));
@@ -152,7 +153,7 @@ ringoResult_t ringoCommDestroy(ringoComm_t comm) {
     return ringo_comm_record(comm, ringo_fail(ringoInvalidUsage, "ringoCommDestroy: this thread's open group holds "
                                               "%zu call%s on rank %d's communicator; ringoGroupEnd runs them, "
                                               "ringoCommAbort drops them", queued, queued > 1 ? "s" : "", comm->rank));
-  RINGO_CHECK(check_not_being_made(comm, "ringoCommDestroy"));
+  RINGO_CHECK(check_not_being_made(comm, "ringoCommDestroy", 0));
   RINGO_CHECK(check_no_group_elsewhere(comm, "ringoCommDestroy"));
   wait_for_calls(comm);
   ringo_lifecycle_free(comm);
@@ -161,8 +162,8 @@ ringoResult_t ringoCommDestroy(ringoComm_t comm) {
 
 ringoResult_t ringoCommAbort(ringoComm_t comm) {
   if (!comm) return ringo_fail(ringoInvalidArgument, "ringoCommAbort: comm is NULL");
-  /* Never to run: comm is freed below. Its own init among them leaves nothing being made. */
-  if (ringo_group_queued_on(comm, 1) == 0) RINGO_CHECK(check_not_being_made(comm, "ringoCommAbort"));
+  RINGO_CHECK(check_not_being_made(comm, "ringoCommAbort", ringo_group_inits_on(comm)));
+  (void)ringo_group_queued_on(comm, 1); /* never to run: comm is freed below */
   /* Before anything is freed: the peers stuck in a collective on this rank learn it from the
    * poisoned links at once, while this process still lives (NCCL's abort contract). Poisoned before
    * the flag is raised, so this reason, not the one a call of ours the flag ends, is what they read. */

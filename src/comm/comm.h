@@ -96,7 +96,8 @@ struct ringoComm {
   const struct ringo_op* board_op;
   uint64_t board_op_b;
   struct ringo_device* device;  /* the CUDA side (device.c), or NULL */
-  int ready;                    /* init finished (an init queued in a group is not ready before ringoGroupEnd) */
+  atomic_int ready;             /* init finished (an init queued in a group is not ready before ringoGroupEnd) */
+  atomic_int making;            /* its inits queued in a thread's group, until that ringoGroupEnd has run them */
   void* tctx;                   /* transport context (the MPI transport's communicator), or NULL */
   int spans_hosts;              /* its ranks are on more than one host (comm_setup, from the rank infos) */
   void (*tctx_free)(void*);

@@ -32,6 +32,7 @@ struct ringo_op {
   int peer;
   int device;            /* the buffers are CUDA device memory: enqueue on stream (device.c) */
   int defer_join;        /* device op in a group: the caller's stream waits for it after every launch */
+  int held;              /* its ringoGroupEnd holds the communicator's one-call guard for the whole group */
   ringoStream_t stream;
   enum ringo_coll coll;
   const void* sendbuff;
