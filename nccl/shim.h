@@ -47,6 +47,8 @@ struct ncclComm {
   pthread_t init_thread;
   int init_thread_live;           /* neither joined nor detached yet? guarded by lock */
   int abandoned;                  /* aborted while its init ran: that thread aborts what it made; lock */
+  int aborted;                    /* ncclCommAbort took it: the record is the aborted list's, never freed; lock */
+  atomic_int grouped;             /* calls on it recorded in threads' open groups, until their ncclGroupEnd */
   pthread_cond_t init_done;       /* signalled, under lock, when pending drops to 0 */
   int finalized;
   pthread_mutex_t lock;           /* init_thread_live, abandoned, the redop table, msg */
@@ -112,7 +114,7 @@ struct shim_op {
 ncclResult_t shim_submit(const struct shim_op* op);
 /* How many calls on comm this thread's open group has recorded; with forget, they are dropped too
  * (an abort frees comm's ringo communicator before ncclGroupEnd could run them). */
-size_t shim_group_recorded_on(const struct ncclComm* comm, int forget);
+size_t shim_group_recorded_on(struct ncclComm* comm, int forget);
 /* Nonzero while this thread is inside ncclGroupStart/ncclGroupEnd. */
 int shim_in_group(void);
 

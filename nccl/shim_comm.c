@@ -54,8 +54,8 @@ ncclResult_t shim_ready(struct ncclComm* comm, const char* function, ringoComm_t
   if (comm->init_result != ncclSuccess)
     return shim_fail(comm, comm->init_result, "%s: the communicator's non-blocking init failed: %s", function,
                      comm->init_msg[0] ? comm->init_msg : ncclGetErrorString(comm->init_result));
-  return shim_fail(comm, ncclInvalidUsage, "%s: the communicator was aborted (ncclCommAbort); destroy it and make "
-                   "a new one", function);
+  return shim_fail(comm, ncclInvalidUsage, "%s: the communicator was aborted (ncclCommAbort); make a new one",
+                   function);
 }
 
 size_t shim_type_size(ncclDataType_t datatype) {
@@ -237,6 +237,16 @@ NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     return shim_fail(comm, ncclInvalidUsage, "ncclCommDestroy: this thread's open group holds %zu call%s on this "
                      "communicator; ncclGroupEnd runs them, ncclCommAbort drops them", recorded,
                      recorded > 1 ? "s" : "");
+  const int held = atomic_load(&comm->grouped);
+  if (held > 0) /* that thread's ncclGroupEnd would run them on a freed communicator */
+    return shim_fail(comm, ncclInvalidUsage, "ncclCommDestroy: another thread's open group holds %d call%s on this "
+                     "communicator; destroy it after that ncclGroupEnd", held, held > 1 ? "s" : "");
+  pthread_mutex_lock(&comm->lock);
+  const int aborted = comm->aborted;
+  pthread_mutex_unlock(&comm->lock);
+  if (aborted) /* the record stays for the calls the abort ended (and an abandoned init's thread) */
+    return shim_fail(comm, ncclInvalidUsage, "ncclCommDestroy: the communicator was aborted (ncclCommAbort), which "
+                     "freed it already");
   comm_wait_init(comm); /* joins the init thread, also one that has finished */
   ringoComm_t rc = comm->rc;
   const ncclResult_t res = rc ? shim_result(comm, ringoCommDestroy(rc)) : ncclSuccess;
@@ -270,6 +280,10 @@ static void abandon_init(struct ncclComm* c) {
 
 NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
+  pthread_mutex_lock(&comm->lock);
+  const int again = comm->aborted;
+  pthread_mutex_unlock(&comm->lock);
+  if (again) return ncclSuccess; /* nothing left to end; the record stays on the list once */
   shim_group_recorded_on(comm, 1); /* never to run: its ringo communicator goes below */
   abandon_init(comm);
   comm_wait_init(comm); /* joins an init thread that had finished */
@@ -277,12 +291,21 @@ NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   shim_tokens_free(comm);
   pthread_mutex_unlock(&comm->lock);
   ringoComm_t rc = comm->rc;
-  comm->rc = NULL;
+  comm->rc = NULL; /* calls from now on read "aborted" */
+  const ringoResult_t res = rc ? ringoCommAbort(rc) : ringoSuccess;
+  if (res != ringoSuccess) { /* refused, aborted but kept (another thread's group): ncclCommDestroy frees it later */
+    comm->rc = rc;
+    return shim_fail(comm, shim_result(NULL, res), "ncclCommAbort: %s; ncclCommDestroy frees it after that",
+                     ringoGetLastError(rc));
+  }
+  pthread_mutex_lock(&comm->lock);
+  comm->aborted = 1;
+  pthread_mutex_unlock(&comm->lock);
   pthread_mutex_lock(&aborted_lock);
   comm->next_aborted = aborted;
   aborted = comm;
   pthread_mutex_unlock(&aborted_lock);
-  return rc ? shim_result(NULL, ringoCommAbort(rc)) : ncclSuccess;
+  return ncclSuccess;
 }
 NCCL_PROFILING_ALIAS(ncclCommAbort);
 

@@ -23,10 +23,11 @@ static ncclResult_t record(const struct shim_op* op) {
     tl_capacity = cap;
   }
   tl_ops[tl_nops++] = *op;
+  atomic_fetch_add(&op->comm->grouped, 1); /* ncclCommDestroy in another thread refuses it meanwhile */
   return ncclSuccess;
 }
 
-size_t shim_group_recorded_on(const struct ncclComm* comm, int forget) {
+size_t shim_group_recorded_on(struct ncclComm* comm, int forget) {
   size_t found = 0, kept = 0;
   for (size_t i = 0; i < tl_nops; i++) {
     if (tl_ops[i].comm != comm) {
@@ -36,7 +37,10 @@ size_t shim_group_recorded_on(const struct ncclComm* comm, int forget) {
     found++;
     if (forget) free(tl_ops[i].scratch);
   }
-  if (forget) tl_nops = kept;
+  if (forget) {
+    tl_nops = kept;
+    atomic_fetch_sub(&comm->grouped, (int)found);
+  }
   return found;
 }
 
@@ -71,7 +75,10 @@ static ncclResult_t group_close(int run, const char* function) {
   }
   const ncclResult_t res = shim_result(NULL, ringoGroupEnd());
   if (tl_depth == 0) { /* the record goes too: a thread may end after its last group */
-    for (size_t i = 0; i < tl_nops; i++) free(tl_ops[i].scratch);
+    for (size_t i = 0; i < tl_nops; i++) {
+      free(tl_ops[i].scratch);
+      atomic_fetch_sub(&tl_ops[i].comm->grouped, 1); /* the last touch of its communicator */
+    }
     free(tl_ops);
     tl_ops = NULL;
     tl_nops = tl_capacity = 0;

@@ -124,6 +124,12 @@ TEST_F(Calls, AbortEndsANonBlockingInitAtOnce) {
   EXPECT_EQ(ncclCommCount(early, &n), ncclInvalidUsage);
   EXPECT_NE(std::string(ncclGetLastError(early)).find("aborted"), std::string::npos) << ncclGetLastError(early);
   EXPECT_EQ(ncclCommGetAsyncError(early, &state), ncclInvalidUsage) << "no longer in progress: aborted";
+  EXPECT_EQ(std::string(ncclGetLastError(early)).find("destroy it"), std::string::npos)
+      << "the abort freed it: nothing to destroy: " << ncclGetLastError(early);
+  // The abort freed it: a destroy after it is refused (it freed the record the init's thread still used).
+  EXPECT_EQ(ncclCommDestroy(early), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(early)).find("aborted"), std::string::npos) << ncclGetLastError(early);
+  EXPECT_EQ(ncclCommAbort(early), ncclSuccess) << "a second abort has nothing left to end";
 
   ncclComm_t late = nullptr;  // joins the rendezvous rank 0's abandoned init is still in
   const ncclResult_t joined = ncclCommInitRank(&late, 2, id, 1);
@@ -134,6 +140,32 @@ TEST_F(Calls, AbortEndsANonBlockingInitAtOnce) {
     EXPECT_NE(std::string(ncclGetLastError(late)).find("aborted"), std::string::npos) << ncclGetLastError(late);
     EXPECT_EQ(ncclCommDestroy(late), ncclSuccess);
   }
+}
+
+// Calls recorded in another thread's open group would run at its ncclGroupEnd on a freed communicator:
+// destroy refuses while they are held (it freed both the record and ringo's communicator before).
+TEST_F(Calls, DestroyRefusedWhileAnotherThreadsGroupHoldsCalls) {
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclCommInitRank(&comm, 1, NewId(), 0), ncclSuccess) << ncclGetLastError(nullptr);
+  std::atomic<int> recorded{0}, refused{0};
+  float x[2] = {1, 2};
+  ncclResult_t group_end = ncclInternalError;
+  std::thread grouping([&] {
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(x, x, 2, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+    recorded = 1;
+    while (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    group_end = ncclGroupEnd();
+  });
+  while (!recorded) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(ncclCommDestroy(comm), ncclInvalidUsage);
+  EXPECT_NE(std::string(ncclGetLastError(comm)).find("another thread's open group holds 1 call"), std::string::npos)
+      << ncclGetLastError(comm);
+  refused = 1;
+  grouping.join();
+  EXPECT_EQ(group_end, ncclSuccess) << ncclGetLastError(comm);
+  EXPECT_EQ(x[1], 2.0f);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
 TEST_F(Calls, InitRankScalableWithSeveralIds) {
