@@ -280,7 +280,8 @@ TEST(Destroy, RefusedFromAnotherThreadWhileTheInitIsQueued) {
 
 // A queued init that fails is still read by its ringoGroupEnd after the failure (its message, the
 // root's last word): another thread's destroy is refused until that ringoGroupEnd is done with it. It
-// was let through once the init had failed and freed the communicator under it (ASan saw the reads).
+// was let through once the init had failed and freed the communicator under those reads: a
+// use-after-free that only the sanitizer build can see, so in the normal build this test passes either way.
 TEST(Destroy, RefusedWhileTheGroupEndOfAFailedInitStillRuns) {
   ringo_test::RunProcesses(1, [](int, const ringoUniqueId& id, Shared&) {
     setenv("RINGO_TIMEOUT", "1", 1);
