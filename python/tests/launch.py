@@ -13,7 +13,8 @@ WORKERS = pathlib.Path(__file__).resolve().parent / "workers"
 def _env(extra):
     env = dict(os.environ)
     # Unbuffered, print() writes a line's text and its newline in two writes, and the ranks' lines
-    # interleave on the shared pipe ("...in Cringo collectives rank 0"); the workers flush each line.
+    # interleave on the shared pipe ("...in Cringo collectives rank 0"): for spawn(); torchrun adds
+    # -u whatever the environment says, so the workers also import lines.py.
     env.pop("PYTHONUNBUFFERED", None)
     env.setdefault("RINGO_TIMEOUT", "30")
     env.setdefault("OMP_NUM_THREADS", "1")

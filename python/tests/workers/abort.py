@@ -1,6 +1,7 @@
 # abort.py — torchrun worker: an all-reduce, then torch's _abort_process_group, which brackets the abort
 # with the group's batch calls; it must return (not wait for a worker already stopped). Prints "aborted ok".
 # Run: python -m torch.distributed.run --standalone --nproc-per-node 2 abort.py (test_torch.py).
+import lines  # noqa: F401 - first: one write per printed line
 import torch
 import torch.distributed as dist
 

@@ -3,6 +3,7 @@
 # (known) input. Prints "ringo collectives: K checks, F failed" and exits 1 on any failure. With the
 # argument "cuda" every tensor is on the rank's GPU (LOCAL_RANK modulo the GPUs seen), plus stream checks.
 # Run: python -m torch.distributed.run --standalone --nproc-per-node 4 collectives.py [cuda] (test_torch*.py).
+import lines  # noqa: F401 - first: one write per printed line
 import os
 import sys
 import warnings

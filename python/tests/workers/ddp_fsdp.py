@@ -6,6 +6,7 @@
 # match the DDP run. Exits 1 on any mismatch.
 # device "cuda": model and data on the rank's GPU (LOCAL_RANK modulo the GPUs seen).
 # Run: python -m torch.distributed.run --standalone --nproc-per-node 2 ddp_fsdp.py [steps] [fsdp_steps] [device]
+import lines  # noqa: F401 - first: one write per printed line
 import os
 import sys
 

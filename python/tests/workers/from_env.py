@@ -1,5 +1,6 @@
 # from_env.py — torchrun worker: ringo.Comm.from_env() (no torch.distributed process group at
 # all) and an all-reduce of a NumPy array; prints "from_env rank R ok". Used by test_torch.py.
+import lines  # noqa: F401 - first: one write per printed line
 import numpy as np
 
 import ringo

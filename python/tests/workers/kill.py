@@ -1,6 +1,7 @@
 # kill.py — worker for test_torch_kill.py: DDP training over backend "ringo" in which the last
 # rank exits abruptly at step KILL_STEP; the others must end with ringo's error (printed as
 # "RINGO-ERROR: ...", exit code 7), not hang. Both sides print when (KILLED-AT, RINGO-ERROR-AT). Env: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+import lines  # noqa: F401 - first: one write per printed line
 import os
 import sys
 import time

@@ -4,6 +4,7 @@
 # (forward and backward), FSDP1 for a few steps, object collectives, and new_subgroups.
 # Prints "parallelism rank R: K checks, F failed"; exits 1 on any failure.
 # Run: python -m torch.distributed.run --standalone --nproc-per-node 2 parallelism.py (test_torch.py).
+import lines  # noqa: F401 - first: one write per printed line
 import sys
 
 import torch

@@ -3,6 +3,7 @@
 # losses, which must be bit-identical. Microbatch activations of 1 MiB exceed ringo's link FIFOs, so the
 # schedule's batched sends and receives complete only if they progress together.
 # Run: python -m torch.distributed.run --standalone --nproc-per-node 2 pipeline.py (test_torch.py).
+import lines  # noqa: F401 - first: one write per printed line
 import sys
 
 import torch

@@ -4,6 +4,7 @@
 # missing rank to rank 0, and tells a rank that arrived that rank 0 did not release it.
 # Prints "tools rank R: K checks, F failed"; exits 1 on any failure. Argument: a scratch folder.
 # Run: python -m torch.distributed.run --standalone --nproc-per-node 3 trainer_tools.py DIR (test_torch.py).
+import lines  # noqa: F401 - first: one write per printed line
 from datetime import timedelta
 import re
 import sys
