@@ -63,25 +63,19 @@ static void leave_call(ringoComm_t comm) {
   atomic_fetch_sub(&comm->inflight, 1);
 }
 
-static ringoResult_t enter_call(ringoComm_t comm, const char* name) {
-  RINGO_CHECK(take_guard(comm, name));
+static void end_call(ringoComm_t comm, int held) {
+  if (!held) leave_call(comm);
+}
+
+/* A call's start: its own guard unless its ringoGroupEnd holds it, then the usability check (an
+ * earlier call of the group may have failed the communicator). A refusal records itself and ends. */
+static ringoResult_t begin_call(ringoComm_t comm, int held, const char* name) {
+  if (!held) RINGO_CHECK(take_guard(comm, name));
   const ringoResult_t res = ringo_comm_check_usable(comm, name);
   if (res == ringoSuccess) return res;
   ringo_comm_record(comm, res);
-  leave_call(comm);
+  end_call(comm, held);
   return res;
-}
-
-/* A call's start and end: its own guard, or, held by its ringoGroupEnd, only the usability check
- * (an earlier call of the group may have failed the communicator). */
-static ringoResult_t begin_call(ringoComm_t comm, int held, const char* name) {
-  if (!held) return enter_call(comm, name);
-  const ringoResult_t res = ringo_comm_check_usable(comm, name);
-  return res == ringoSuccess ? res : ringo_comm_record(comm, res);
-}
-
-static void end_call(ringoComm_t comm, int held) {
-  if (!held) leave_call(comm);
 }
 
 /* A collective of a group of one, or one of a group's: host or device decided here, once. Records
