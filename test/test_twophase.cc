@@ -2,12 +2,16 @@
 // reduced marks in src/comm/board.c): the ring's bits for every dtype, op, count and placement; the
 // ring's bytes; when it runs; mismatches and dead peers named. Run: make test (build/test/test_twophase).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <functional>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -232,6 +236,78 @@ TEST(TwoPhase, TimeoutNamesThePeerAndTheCall) {
     for (const char* part : {"rank 1 to join", "ringoAllReduce #0", "two-phase board"})
       EXPECT_TRUE(contains(msg, part)) << "missing '" << part << "' in: " << msg;
   }, o);
+}
+
+// Nanoseconds pid has run on a CPU (/proc/PID/schedstat's first field), or -1.
+long long RunNs(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/schedstat";
+  FILE* f = fopen(path.c_str(), "r");
+  long long ns = -1;
+  if (f && fscanf(f, "%lld", &ns) != 1) ns = -1;
+  if (f) fclose(f);
+  return ns;
+}
+
+// Stops pid `stalls` times for stall_us, letting it run about 20 us of CPU between (a window in which
+// it surely moves on: its peer waits on it), then exits. Run in a child of the stopped rank; it polls
+// without sleeping, so a window ends soon after the 20 us even on a busy machine.
+[[noreturn]] void Stall(pid_t pid, int stalls, useconds_t stall_us) {
+  for (int i = 0; i < stalls; i++) {
+    kill(pid, SIGSTOP);
+    usleep(stall_us);
+    const long long ran = RunNs(pid);
+    kill(pid, SIGCONT);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (ran >= 0 && RunNs(pid) < ran + 20000 && std::chrono::steady_clock::now() < until) {}
+  }
+  _exit(0);
+}
+
+// RINGO_TIMEOUT bounds each wait, as on a ring link, not a call's waits together: a peer stopped 12
+// times for 0.3 s, a few rounds' work apart, within one call of 64 rounds, only slows it (a single
+// wait would have to span 9 stops to reach 2.5 s). The board once counted the timeout from the
+// call's first wait: this call then failed both ranks after 2.5 s. Skipped, saying so, where the
+// machine was too busy for the stops to fall within one call.
+TEST(TwoPhase, TimeoutBoundsEachWaitNotTheCall) {
+  constexpr double kTimeout = 2.5;
+  Options o = WithEnv({{"RINGO_ONESHOT_BYTES", "0"}, {"RINGO_TWOPHASE_BYTES", "1M"},
+                       {"RINGO_TWOPHASE_ROUND_BYTES", "4K"}, {"RINGO_TIMEOUT", "2.5"}, {"RINGO_SPIN", "0"}});
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(MAP_FAILED, page);
+  auto* longest_call = static_cast<double*>(page);  // rank 0's longest call, seen after the job
+  ringo_test::JobReport report = ringo_test::RunProcessesCollect(2, [&](int rank, const ringoUniqueId& id, ringo_test::Shared& shared) {
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 2, id, rank));
+    ASSERT_EQ("two-phase", AlgoFor(comm, 1 << 16, ringoFloat32));
+    ASSERT_TRUE(shared.Barrier());
+    pid_t staller = -1;
+    if (rank == 1) {
+      const pid_t me = getpid();
+      staller = fork();
+      ASSERT_GE(staller, 0);
+      if (staller == 0) Stall(me, 12, 300000);
+    }
+    std::vector<float> buf(1 << 16);  // 256 KiB: 64 rounds of 4 KiB
+    for (int it = 0;; it++) {
+      std::fill(buf.begin(), buf.end(), 1.0f);
+      // Element 0 carries whether rank 1's staller still runs, so both ranks make the same calls.
+      buf[0] = rank == 1 && waitpid(staller, nullptr, WNOHANG) == 0 ? 1.0f : 0.0f;
+      const auto t0 = std::chrono::steady_clock::now();
+      ASSERT_EQ(ringoSuccess, ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, comm, nullptr))
+          << "rank " << rank << " call " << it << ": " << ringoGetLastError(comm);
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (rank == 0) *longest_call = std::max(*longest_call, took);
+      ASSERT_EQ(2.0f, buf[1]);
+      if (buf[0] == 0.0f) break;
+    }
+    if (rank == 1) waitpid(staller, nullptr, 0);
+    ringoCommDestroy(comm);
+  }, o);
+  const double longest = *longest_call;
+  munmap(page, 4096);
+  EXPECT_TRUE(report.problems.empty()) << report.problems[0];
+  ASSERT_TRUE(report.failures.empty()) << report.failures[0].message;
+  if (longest <= kTimeout) GTEST_SKIP() << "the longest call took " << longest << " s: the stops did not fall within one call";
 }
 
 // Hundreds of calls in a row, one-shot, two-phase and ring mixed, in place, forked, as threads and

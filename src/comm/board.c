@@ -317,7 +317,6 @@ struct board_wait {
   uint64_t target;
   const char* awaited; /* what rank r is to do, before what */
   const struct ringo_op* op; /* named in an error */
-  double* since; /* when this call's first slow wait began (0: none yet): RINGO_TIMEOUT bounds the call */
 };
 
 static int reached(const struct board_wait* w, memory_order order) {
@@ -371,11 +370,10 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
     if (reached(w, memory_order_acquire)) return ringoSuccess;
   struct board_header* h = comm->board->hdr;
   const double begun = ringo_now();
-  if (*w->since == 0) *w->since = begun;
-  /* The deadline is the call's, however many ranks it waits for. At MPI_THREAD_MULTIPLE another
-   * communicator's MPI sends may be what a peer waits for: shared turns. */
+  /* RINGO_TIMEOUT bounds this wait, as it bounds each wait of a ring link. At MPI_THREAD_MULTIPLE
+   * another communicator's MPI sends may be what a peer waits for: shared turns. */
   const struct ringo_wait_policy policy = {
-      .timeout_s = comm->env.timeout_s, .since = *w->since, .abort_flag = &comm->abort_flag, .min_yields = 4,
+      .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag, .min_yields = 4,
       .yield_s = comm->env.yield_us * 1e-6, .sleep_ns = BOARD_SLEEP_NS, .net_sleep_ns = BOARD_NET_SLEEP_NS,
       .liveness_s = BOARD_LIVENESS_S, .net = RINGO_WAIT_NET_SHARED};
   struct ringo_waiter wt;
@@ -397,8 +395,7 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
 
 /* ---- ops ---- */
 
-ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, size_t bytes, void** slot,
-                                double* since) {
+ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, size_t bytes, void** slot) {
   struct ringo_board* bd = comm->board;
   assert(bytes <= bd->capacity); /* the algorithms' fits (and the rounds) keep posts within a slot */
   /* A rank that failed stops everyone: also a rank whose peers are all there already. */
@@ -406,7 +403,7 @@ ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo
   if (b >= 2) { /* op b - 2 used this side last: every rank must have finished it */
     for (int r = 0; r < comm->nranks; r++) {
       if (r == comm->rank) continue;
-      const struct board_wait w = {r, &bd->ranks[r].done, b - 1, "finish the collective two calls before", op, since};
+      const struct board_wait w = {r, &bd->ranks[r].done, b - 1, "finish the collective two calls before", op};
       RINGO_CHECK(wait_for(comm, &w));
     }
   }
@@ -427,9 +424,9 @@ void ringo_board_post(ringoComm_t comm, uint64_t b, const struct ringo_fingerpri
 }
 
 ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
-                                struct ringo_fingerprint* fp, const void** slot, double* since) {
+                                struct ringo_fingerprint* fp, const void** slot) {
   struct ringo_board* bd = comm->board;
-  const struct board_wait w = {r, &bd->ranks[r].posted, b + 1, "join", op, since};
+  const struct board_wait w = {r, &bd->ranks[r].posted, b + 1, "join", op};
   RINGO_CHECK(wait_for(comm, &w));
   /* Rank r cannot reuse this side before this rank has finished op b (ringo_board_claim). */
   memcpy(fp, fingerprint_slot(bd, r, b), sizeof *fp);
@@ -460,9 +457,9 @@ void ringo_board_mark_reduced(ringoComm_t comm, uint64_t b) {
 }
 
 ringoResult_t ringo_board_await_reduced(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
-                                        const void** slot, double* since) {
+                                        const void** slot) {
   struct ringo_board* bd = comm->board;
-  const struct board_wait w = {r, &bd->ranks[r].reduced, b + 1, "reduce its chunk of", op, since};
+  const struct board_wait w = {r, &bd->ranks[r].reduced, b + 1, "reduce its chunk of", op};
   RINGO_CHECK(wait_for(comm, &w));
   *slot = posted_data(bd, r, b);
   return ringoSuccess;

@@ -44,16 +44,15 @@ size_t ringo_board_span_pages_absent(const struct ringo_board* board);
 /* Op b on this rank: waits until side b % 2 is free on every rank, and gives where in this rank's
  * data slot of that side it writes the `bytes` it posts (at most the capacity; slot may be NULL, and
  * bytes 0, for an op that posts no data); peers' ringo_board_await and _await_reduced give them the
- * same place. op is named in an error. *since (0 before the call's first wait) is when the call
- * began to wait: RINGO_TIMEOUT bounds all its waits together. */
-ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, size_t bytes, void** slot,
-                                double* since);
+ * same place. op is named in an error. Each wait of the board has its own RINGO_TIMEOUT, as a ring
+ * link's has. */
+ringoResult_t ringo_board_claim(ringoComm_t comm, uint64_t b, const struct ringo_op* op, size_t bytes, void** slot);
 /* Publishes this rank's fingerprint for op b (and the data slot written before). */
 void ringo_board_post(ringoComm_t comm, uint64_t b, const struct ringo_fingerprint* fp);
 /* Waits until rank r has posted op b (op is this rank's, named in an error); gives rank r's
  * fingerprint and data slot. */
 ringoResult_t ringo_board_await(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
-                                struct ringo_fingerprint* fp, const void** slot, double* since);
+                                struct ringo_fingerprint* fp, const void** slot);
 /* While this rank runs board op comm->board_op_b on another algorithm (comm->board_op set): the
  * mismatch with any rank that posted another fingerprint for it, else ringoSuccess. Never waits:
  * the ring links' waits ask it, so a rank on another root or collective is named at once even
@@ -64,7 +63,7 @@ ringoResult_t ringo_board_check_peers(ringoComm_t comm);
 void ringo_board_mark_reduced(ringoComm_t comm, uint64_t b);
 /* Waits until rank r has marked op b reduced; gives rank r's data slot. */
 ringoResult_t ringo_board_await_reduced(ringoComm_t comm, uint64_t b, int r, const struct ringo_op* op,
-                                        const void** slot, double* since);
+                                        const void** slot);
 /* This rank has finished op b: it reads no slot of it any more. */
 void ringo_board_done(ringoComm_t comm, uint64_t b);
 /* Stops every rank waiting on the board with this error (ringo_comm_fail). Never blocks. */

@@ -35,7 +35,7 @@ void ringo_wait_net_progress(int own) {
 void ringo_waiter_start(struct ringo_waiter* w, const struct ringo_wait_policy* p, double now) {
   w->p = *p;
   w->start = now;
-  w->deadline = (p->since > 0 ? p->since : now) + p->timeout_s;
+  w->deadline = now + p->timeout_s;
   w->yield_until = now + p->yield_s;
   w->next_alive = now + p->liveness_s;
   w->sleep_ns = p->sleep_ns;

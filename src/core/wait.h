@@ -38,8 +38,7 @@ void ringo_wait_net_progress(int own);
 
 /* How one wait behaves. A field left 0 takes the behaviour named beside it. */
 struct ringo_wait_policy {
-  double timeout_s;              /* the deadline, from since (or from the wait's start) */
-  double since;                  /* when the deadline started counting; 0: now */
+  double timeout_s;              /* the deadline, from the wait's start (RINGO_TIMEOUT bounds each wait) */
   const atomic_int* abort_flag;  /* ends the wait when set; NULL: nothing aborts it */
   int min_yields;                /* pauses that yield at least, before one may sleep */
   double yield_s;                /* and yield for at least this long from the start */

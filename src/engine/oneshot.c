@@ -109,14 +109,14 @@ static size_t count_board_bytes(const struct ringo_op* op) {
 }
 
 ringoResult_t ringo_oneshot_gather_posts(const struct ringo_op* op, uint64_t b, const void* slot,
-                                         const struct ringo_fingerprint* mine, const void** in, double* since) {
+                                         const struct ringo_fingerprint* mine, const void** in) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
   in[comm->rank] = slot;
   for (int i = 1; i < n; i++) { /* the next rank first: on a ring of waiters, the likeliest to be there */
     const int r = (comm->rank + i) % n;
     struct ringo_fingerprint theirs;
-    RINGO_CHECK(ringo_board_await(comm, b, r, op, &theirs, &in[r], since));
+    RINGO_CHECK(ringo_board_await(comm, b, r, op, &theirs, &in[r]));
     if (memcmp(&theirs, mine, sizeof *mine) != 0) return ringo_op_mismatch(op, &theirs, r);
   }
   return ringoSuccess;
@@ -127,19 +127,18 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
   const int n = comm->nranks;
   const double t0 = comm->trace ? ringo_now() : 0;
   void* slot = NULL;
-  double since = 0;
   /* A staged collective is one phase here: its pipeline is cut from ringo_select_rounds, 0 for a
    * one-shot op, so its input is all staged and the proxy ends its only phase. */
   assert(!op->phases || op->phases->n == 1);
   const size_t bytes = posted_bytes(op, comm->rank);
-  RINGO_CHECK(ringo_board_claim(comm, b, op, bytes, &slot, &since));
+  RINGO_CHECK(ringo_board_claim(comm, b, op, bytes, &slot));
   if (bytes > 0) ringo_copy2(slot, NULL, op->sendbuff, bytes);
   const struct ringo_fingerprint mine = ringo_op_fingerprint(op);
   ringo_board_post(comm, b, &mine);
   const void* on_stack[64]; /* the inputs' addresses; more ranks than that on one host: the heap */
   const void** in = n <= 64 ? on_stack : malloc((size_t)n * sizeof *in);
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a one-shot collective", comm->rank);
-  ringoResult_t res = ringo_oneshot_gather_posts(op, b, slot, &mine, in, &since);
+  ringoResult_t res = ringo_oneshot_gather_posts(op, b, slot, &mine, in);
   if (res == ringoSuccess) res = ringo_oneshot_combine(op, in);
   if (in != on_stack) free(in);
   RINGO_CHECK(res);
@@ -151,8 +150,7 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b) {
 
 ringoResult_t ringo_oneshot_bracket(const struct ringo_op* op, uint64_t b, ringoResult_t (*run)(const struct ringo_op*)) {
   const ringoComm_t comm = op->comm;
-  double since = 0;
-  RINGO_CHECK(ringo_board_claim(comm, b, op, 0, NULL, &since));
+  RINGO_CHECK(ringo_board_claim(comm, b, op, 0, NULL));
   const struct ringo_fingerprint fp = ringo_op_fingerprint(op);
   ringo_board_post(comm, b, &fp);
   comm->board_op = op; /* the ring links' waits compare it with the peers' posts */

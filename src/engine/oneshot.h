@@ -16,7 +16,7 @@ ringoResult_t ringo_oneshot_run(const struct ringo_op* op, uint64_t b);
 /* Waits for every peer's post of op b and checks its fingerprint against mine; in[r] = rank r's
  * posted input (in[this rank] = slot). */
 ringoResult_t ringo_oneshot_gather_posts(const struct ringo_op* op, uint64_t b, const void* slot,
-                                         const struct ringo_fingerprint* mine, const void** in, double* since);
+                                         const struct ringo_fingerprint* mine, const void** in);
 /* Chunk c of every input (in[r], laid out as sendbuff) combined as the ring combines it:
  * op(op(x_start, x_start+1), ...), partial steps with the partial op, the last with the final one
  * (avg's division fused there); written where chunk c lives in a buffer laid out as recvbuff, and

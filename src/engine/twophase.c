@@ -77,7 +77,7 @@ int ringo_twophase_fits(const struct ringo_op* op) {
 /* Phase 1 of round k: post every piece but the one this rank reduces, then reduce that one into the
  * slot and the output in one pass (the copy out of the slot it saves: 2-6 % at N = 2, docs/peers.md). */
 static ringoResult_t reduce_own_piece(const struct ringo_op* op, uint64_t rounds, uint64_t k, uint64_t b, char* slot,
-                                      const void** in, double* since) {
+                                      const void** in) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks, own = ringo_owned_chunk(n, comm->pos);
   for (int c = 0; c < n; c++) {
@@ -86,7 +86,7 @@ static ringoResult_t reduce_own_piece(const struct ringo_op* op, uint64_t rounds
   }
   const struct ringo_fingerprint mine = ringo_op_fingerprint(op);
   ringo_board_post(comm, b, &mine);
-  RINGO_CHECK(ringo_oneshot_gather_posts(op, b, slot, &mine, in, since));
+  RINGO_CHECK(ringo_oneshot_gather_posts(op, b, slot, &mine, in));
   const struct piece p = piece_of(op, rounds, k, own);
   const size_t esize = ringo_type_size(op->type);
   RINGO_CHECK(ringo_oneshot_reduce_piece(op, own, in, p.slot_at, (const char*)op->sendbuff + p.at, p.len / esize,
@@ -97,26 +97,25 @@ static ringoResult_t reduce_own_piece(const struct ringo_op* op, uint64_t rounds
 
 /* Phase 2 of round k: every other piece from the slot of the rank that reduced it, the next rank's
  * first (the likeliest to be done, as in the one-shot's gather). Its own reduce_own_piece wrote. */
-static ringoResult_t gather_pieces(const struct ringo_op* op, uint64_t rounds, uint64_t k, uint64_t b, double* since) {
+static ringoResult_t gather_pieces(const struct ringo_op* op, uint64_t rounds, uint64_t k, uint64_t b) {
   const ringoComm_t comm = op->comm;
   const int n = comm->nranks;
   for (int i = 1; i < n; i++) {
     const int r = (comm->rank + i) % n;
     const void* theirs;
-    RINGO_CHECK(ringo_board_await_reduced(comm, b, r, op, &theirs, since));
+    RINGO_CHECK(ringo_board_await_reduced(comm, b, r, op, &theirs));
     const struct piece p = piece_of(op, rounds, k, ringo_owned_chunk(n, comm->pos_of[r]));
     ringo_copy2((char*)op->recvbuff + p.at, NULL, (const char*)theirs + p.slot_at, p.len);
   }
   return ringoSuccess;
 }
 
-/* since: when the call began to wait, over all its rounds (RINGO_TIMEOUT bounds the call's waits). */
-static ringoResult_t run_round(const struct ringo_op* op, uint64_t rounds, uint64_t k, uint64_t b, const void** in,
-                               double* since) {
+/* Round k: each of its waits has its own RINGO_TIMEOUT, as every wait of a ring link has. */
+static ringoResult_t run_round(const struct ringo_op* op, uint64_t rounds, uint64_t k, uint64_t b, const void** in) {
   void* slot = NULL;
-  RINGO_CHECK(ringo_board_claim(op->comm, b, op, round_bytes(op, rounds, k), &slot, since));
-  RINGO_CHECK(reduce_own_piece(op, rounds, k, b, slot, in, since));
-  RINGO_CHECK(gather_pieces(op, rounds, k, b, since));
+  RINGO_CHECK(ringo_board_claim(op->comm, b, op, round_bytes(op, rounds, k), &slot));
+  RINGO_CHECK(reduce_own_piece(op, rounds, k, b, slot, in));
+  RINGO_CHECK(gather_pieces(op, rounds, k, b));
   ringo_board_done(op->comm, b);
   return ringoSuccess;
 }
@@ -131,8 +130,7 @@ ringoResult_t ringo_twophase_run(const struct ringo_op* op, uint64_t b) {
   if (!in) return ringo_fail(ringoSystemError, "rank %d: out of memory for a two-phase all-reduce", comm->rank);
   const uint64_t rounds = ringo_twophase_rounds(op);
   ringoResult_t res = ringoSuccess;
-  double since = 0;
-  for (uint64_t k = 0; k < rounds && res == ringoSuccess; k++) res = run_round(op, rounds, k, b + k, in, &since);
+  for (uint64_t k = 0; k < rounds && res == ringoSuccess; k++) res = run_round(op, rounds, k, b + k, in);
   if (in != on_stack) free(in);
   RINGO_CHECK(res);
   /* Peers read this rank's input but its own chunk, and its result chunk N-1 times; it reads as
