@@ -62,6 +62,24 @@ def test_refused_by_name_and_the_group_stays_usable(group, what, call, message):
     assert _still_works(), what
 
 
+@pytest.mark.parametrize("call", [
+    lambda t, op: dist.all_reduce(t, op),
+    lambda t, op: dist.all_reduce(t, op, async_op=True).wait(),
+    lambda t, op: dist.all_reduce_coalesced([t], op),
+    lambda t, op: dist.reduce(t, 0, op),
+    lambda t, op: dist.reduce_scatter_tensor(torch.empty_like(t), t, op),
+    lambda t, op: dist.reduce_scatter(torch.empty_like(t), [t], op),
+])
+def test_premul_sum_of_integers_is_refused_and_moves_nothing(group, call):
+    # As torch's nccl backend (gloo refuses PREMUL_SUM altogether): reduce and reduce_scatter scaled an
+    # int32 input into a float32 one and reduced its bits as int32.
+    t = torch.tensor([1, 2, 3], dtype=torch.int32)
+    with pytest.raises(Error, match="PREMUL_SUM of .* dtype torch.int32 is not supported"):
+        call(t, dist._make_nccl_premul_sum(2.0))
+    assert torch.equal(t, torch.tensor([1, 2, 3], dtype=torch.int32))
+    assert _still_works()
+
+
 def test_negative_split_sizes_are_refused_even_when_they_sum_right(group):
     from ringo.torch.pg import _splits
     with pytest.raises(Error, match="do not cut"):

@@ -196,7 +196,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
             if work is not None:
                 return work
         op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        views = [reduce_view(t, op, "allreduce tensor") for t in tensors]
+        views = [reduce_view(t, op, "allreduce tensor", factor) for t in tensors]
         if len(tensors) == 1 and factor is None and tensors[0].is_contiguous():
             # DDP's buckets and most user calls: one contiguous tensor, reduced where it lies.
             v, dt = views[0]
@@ -228,7 +228,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         """One all-reduce per dtype over the tensors packed end to end (as Gloo coalesces)."""
         op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for t in tensors:
-            reduce_view(t, op, "allreduce_coalesced tensor")
+            reduce_view(t, op, "allreduce_coalesced tensor", factor)
 
         def run(s=None):
             for dtype in dict.fromkeys(t.dtype for t in tensors):
@@ -246,7 +246,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         root = opts.rootRank
         self._check_root(root)
         for t in tensors:
-            reduce_view(t, op, "reduce tensor")
+            reduce_view(t, op, "reduce tensor", factor)
 
         def run(s=None):
             for t in tensors:
@@ -269,8 +269,8 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._comm.reduce_scatter_ptr(ptr(sv), ptr(rv), rv.numel(), dt, _lib.OPS[op], s)
         _write_back(out, c)
 
-    def _check_rs(self, out, inp_numel, op, what):
-        reduce_view(out, op, f"{what} output")
+    def _check_rs(self, out, inp_numel, op, what, factor=None):
+        reduce_view(out, op, f"{what} output", factor)
         if inp_numel != out.numel() * self._n:
             raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} input has {inp_numel} elements, expected "
                         f"{self._n} x {out.numel()}")
@@ -281,7 +281,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
             if len(ins) != self._n or any(i.numel() != out.numel() or i.dtype != out.dtype for i in ins):
                 raise Error(_lib.INVALID_ARGUMENT, "ringo backend: reduce_scatter needs one input per rank, each "
                             "the output's size and dtype (uneven pieces are not supported)")
-            self._check_rs(out, out.numel() * self._n, op, "reduce_scatter")
+            self._check_rs(out, out.numel() * self._n, op, "reduce_scatter", factor)
 
         def run(s=None):
             for out, ins in zip(output_tensors, input_tensors):
@@ -290,7 +290,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
 
     def reduce_scatter_single(self, output, input, opts=None):
         op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        self._check_rs(output, input.numel(), op, "reduce_scatter_tensor")
+        self._check_rs(output, input.numel(), op, "reduce_scatter_tensor", factor)
         if input.dtype != output.dtype:
             raise Error(_lib.INVALID_ARGUMENT, "ringo backend: reduce_scatter_tensor input and output dtypes differ")
         return self._submit(lambda s=None: self._reduce_scatter_flat(output, _contiguous(input).reshape(-1), op,
@@ -301,7 +301,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
         op, factor = op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for o, i in zip(outputs, inputs):
-            self._check_rs(o, i.numel(), op, "reduce_scatter_tensor_coalesced")
+            self._check_rs(o, i.numel(), op, "reduce_scatter_tensor_coalesced", factor)
 
         def run(s=None):
             for o, i in zip(outputs, inputs):

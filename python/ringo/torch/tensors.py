@@ -71,9 +71,13 @@ def call_device(tensors):
     return device
 
 
-def reduce_view(t, op, what):
-    """(tensor to reduce, its ringo dtype code): complex as its real pairs for SUM/AVG/PREMUL_SUM."""
+def reduce_view(t, op, what, factor=None):
+    """(tensor to reduce, its ringo dtype code): complex as its real pairs for SUM/AVG/PREMUL_SUM.
+    factor: PREMUL_SUM's, which takes floating (and complex) tensors only, as torch's nccl backend."""
     check_device(t, what)
+    if factor is not None and not (t.is_floating_point() or t.is_complex()):
+        raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: PREMUL_SUM of {what} of dtype {t.dtype} is not supported "
+                    "(half, bfloat16, float, double and complex only, as with nccl)")
     if t.dtype in COMPLEX:
         if op not in ("sum", "avg"):
             raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {op} of {t.dtype} is not defined")
