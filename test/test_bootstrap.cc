@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "boot/bootstrap.h"
+#include "boot/bootstrap_wire.h"
 #include "core/core.h"
 }
 
@@ -565,6 +566,42 @@ TEST_F(Bootstrap, MissingRankTimesOut) {
   EXPECT_EQ(ringo_bootstrap_init(&id, 3, 2, 5.0, &bs), ringoRemoteError);
   EXPECT_LT(ringo_now() - t0, 1.0);
   EXPECT_TRUE(contains(ringo_thread_last_error(), "refuses connections")) << ringo_thread_last_error();
+}
+
+// A late rank whose connection lands in the backlog of a root's listener as the root ends the
+// rendezvous is reset unanswered (seen in the gate under TSan). It connects again, is refused, and
+// says the rendezvous is over, as a rank that came after the close does, instead of "Connection
+// reset by peer". Here a root of our own resets the first connection, then closes its listener.
+TEST_F(Bootstrap, LateRankResetUnansweredIsToldTheRendezvousIsOver) {
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in at = {};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(0, bind(listener, (const sockaddr*)&at, sizeof at));
+  ASSERT_EQ(0, listen(listener, 4));
+  sockaddr_storage ss = {};
+  socklen_t len = sizeof ss;
+  ASSERT_EQ(0, getsockname(listener, (sockaddr*)&ss, &len));
+  const uint8_t secret[RINGO_BOOTSTRAP_SECRET_BYTES] = {7};
+  ringoUniqueId id;
+  ringo_bootstrap_id_encode(&id, &ss, secret);
+  std::thread root([listener] {
+    const int fd = accept(listener, nullptr, nullptr);
+    if (fd >= 0) {
+      const linger reset = {1, 0};  // close with a reset, as a closing listener does to its backlog
+      setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+      close(fd);
+    }
+    close(listener);
+  });
+  ringo_bootstrap* bs = nullptr;
+  const double t0 = ringo_now();
+  EXPECT_EQ(ringo_bootstrap_init(&id, 3, 2, 5.0, &bs), ringoRemoteError);
+  root.join();
+  EXPECT_LT(ringo_now() - t0, 1.0);
+  EXPECT_TRUE(contains(ringo_thread_last_error(), "refuses connections")) << ringo_thread_last_error();
+  EXPECT_TRUE(contains(ringo_thread_last_error(), "rendezvous of this unique id is over")) << ringo_thread_last_error();
 }
 
 TEST_F(Bootstrap, RankDisconnectingMidRoundFailsTheOthers) {

@@ -275,17 +275,26 @@ static ringoResult_t wait_fd(const struct ringo_bootstrap* bs, short events, dou
   }
 }
 
+/* Set when this thread's connection to the root ended without a word from the root (EOF, reset, broken
+ * pipe): what a join whose connection raced the root's closing listener sees (join). */
+static _Thread_local int connection_dropped;
+
 static ringoResult_t recv_all(const struct ringo_bootstrap* bs, void* buf, size_t len, double deadline, const char* what) {
   for (uint8_t* p = buf; len;) {
     const ssize_t n = recv(bs->fd, p, len, MSG_DONTWAIT);
     if (n > 0) p += n, len -= (size_t)n;
-    else if (n == 0)
+    else if (n == 0) {
+      connection_dropped = 1;
       return ringo_fail(ringoRemoteError, "rank %d: the bootstrap root at %s closed the connection during %s: the "
                         "process that called ringoGetUniqueId exited or failed", bs->rank, bs->root, what);
+    }
     else if (errno == EAGAIN || errno == EWOULDBLOCK) RINGO_CHECK(wait_fd(bs, POLLIN, deadline, what));
-    else if (errno != EINTR)
-      return ringo_fail(net_code(errno), "rank %d: connection to the bootstrap root at %s failed during %s: %s",
-                        bs->rank, bs->root, what, strerror(errno));
+    else if (errno != EINTR) {
+      const int err = errno;
+      connection_dropped = err == ECONNRESET;
+      return ringo_fail(net_code(err), "rank %d: connection to the bootstrap root at %s failed during %s: %s",
+                        bs->rank, bs->root, what, strerror(err));
+    }
   }
   return ringoSuccess;
 }
@@ -332,6 +341,7 @@ static ringoResult_t send_all(const struct ringo_bootstrap* bs, const void* buf,
       const int err = errno;
       /* The root may have said why before it hung up; its ERROR frame would be queued here. */
       if (root_spoke(bs)) return read_header(bs, 0, 0, deadline, what);
+      connection_dropped = err == EPIPE || err == ECONNRESET;
       return ringo_fail(net_code(err), "rank %d lost its connection to the bootstrap root at %s during %s: %s",
                         bs->rank, bs->root, what, strerror(err));
     }
@@ -357,6 +367,9 @@ static int try_connect(int fd, const struct ringo_bootstrap_id_info* info, doubl
  * long (a listener can refuse for a moment when its backlog overflows), unreachable routes until the
  * deadline (a network coming up). */
 #define REFUSED_GRACE_S 0.25
+/* Connections a join makes when the root drops them unanswered (join): the second one is refused where
+ * the rendezvous is over; more would only hide a root that keeps dropping it. */
+#define JOIN_ATTEMPTS 3
 
 static ringoResult_t connect_root(struct ringo_bootstrap* bs, const struct ringo_bootstrap_id_info* info,
                                   double deadline) {
@@ -399,10 +412,19 @@ static ringoResult_t join(struct ringo_bootstrap* bs, const struct ringo_bootstr
   uint8_t hello[RINGO_BOOTSTRAP_HELLO_BYTES], ok[4];
   char what[64];
   snprintf(what, sizeof what, "the join of %d ranks", bs->nranks);
-  RINGO_CHECK(connect_root(bs, info, deadline));
   ringo_bootstrap_encode_hello(hello, RINGO_BOOTSTRAP_VERSION, info->secret, (uint32_t)bs->nranks, (uint32_t)bs->rank);
-  RINGO_CHECK(send_all(bs, hello, sizeof hello, deadline, what));
-  RINGO_CHECK(read_header(bs, RINGO_BOOT_OK, 4, deadline + JOIN_GRACE_S, what));
+  /* A connection the root drops unanswered landed in its listener's backlog as the listener closed (the
+   * rendezvous ended, or the root's process exited): connecting again is refused then, and says so. */
+  for (int attempt = 1;; attempt++) {
+    RINGO_CHECK(connect_root(bs, info, deadline));
+    connection_dropped = 0;
+    ringoResult_t res = send_all(bs, hello, sizeof hello, deadline, what);
+    if (res == ringoSuccess) res = read_header(bs, RINGO_BOOT_OK, 4, deadline + JOIN_GRACE_S, what);
+    if (res == ringoSuccess) break;
+    if (!connection_dropped || attempt == JOIN_ATTEMPTS || ringo_now() >= deadline) return res;
+    close(bs->fd);
+    bs->fd = -1;
+  }
   RINGO_CHECK(recv_all(bs, ok, sizeof ok, deadline + JOIN_GRACE_S, what));
   if (get32(ok) != (uint32_t)bs->nranks)
     return ringo_fail(ringoRemoteError, "rank %d: the bootstrap root at %s admitted %u ranks, expected %d", bs->rank,
