@@ -7,7 +7,7 @@ from torch.futures import Future
 
 from .. import _lib
 from ..comm import Error
-from .worker import QUEUED
+from .worker import QUEUED, future_value
 
 # CUDA as torch exposes it, and a CUDA-aware future of one device: test_torch_cuda.py puts recording
 # fakes here to check the order of events without a GPU.
@@ -61,7 +61,7 @@ class CudaWork(Work):
             self._fut = _future(self._device)
             with _rt.stream(self._side):  # the future's event is taken on the group's stream
                 if self._error is None:
-                    self._fut.set_result(self._outputs)
+                    self._fut.set_result(future_value(self._outputs))
                 else:
                     self._fut.set_exception(self._error)
         return self._fut
@@ -77,7 +77,7 @@ class CudaWork(Work):
 
     def result(self):
         self.wait()
-        return self._outputs
+        return future_value(self._outputs)
 
 
 class CudaCalls:

@@ -388,7 +388,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         def run(s=None):
             self._cuda.synchronize()
             self._comm.all_reduce_ptr(ptr(one), ptr(one), 1, _lib.DTYPES["uint8"], _lib.OPS["sum"])
-        return self._submit(run, [one], opts)
+        return self._submit(run, [], opts, [one])  # no outputs: its future completes with [], as gloo's
 
     def monitored_barrier(self, timeout, wait_all_ranks=False):
         """dist.monitored_barrier (torch 2.12 and later: before, torch lets gloo groups alone call it):

@@ -15,6 +15,12 @@ from .. import _lib
 from ..comm import Error
 
 
+def future_value(outputs):
+    """What a Work's future completes with, shaped as gloo's: a call's one output list (all_gather's,
+    gather's) as that list, not nested in another; else the outputs (all_reduce's [tensor])."""
+    return outputs[0] if len(outputs) == 1 and isinstance(outputs[0], list) else outputs
+
+
 class RingoWork(Work):
     """Work of one collective: wait() blocks until it ran and raises the ringo.Error it ended with;
     get_future() gives a future that completes with the outputs, or in error (as a C++ future
@@ -42,7 +48,7 @@ class RingoWork(Work):
         # worker's frames, which torch would print as "At:" lines under ringo's message.
         if self._error is not None:
             raise self._error.with_traceback(None)
-        return self._outputs
+        return future_value(self._outputs)
 
     def _finish(self, error):
         """Marks the work done; returns the future to complete (its callbacks run where it is), or None."""
