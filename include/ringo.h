@@ -79,6 +79,22 @@ RINGO_API ringoResult_t ringoGetUniqueId(ringoUniqueId* id);
  *         ringoTimeout; ringoSystemError. */
 RINGO_API ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUniqueId id, int rank);
 
+/** Settings of one communicator, for ringoCommInitRankConfig (after NCCL's ncclConfig_t). Start from
+ * RINGO_CONFIG_INITIALIZER, which sets size, so a program built against this header keeps working
+ * when later versions add fields; a field left 0 takes its environment variable, or its default. */
+typedef struct {
+  size_t size;           /**< sizeof(ringoConfig_t) as this program knows it */
+  double timeoutSeconds; /**< RINGO_TIMEOUT of this communicator, 0.001 .. 1e9; 0: the environment's */
+} ringoConfig_t;
+#define RINGO_CONFIG_INITIALIZER {sizeof(ringoConfig_t), 0.0}
+
+/** ringoCommInitRank with settings that override the environment's for this communicator alone (as
+ * torch's init_process_group(timeout=...) does for its group). config NULL: ringoCommInitRank.
+ * @return as ringoCommInitRank; ringoInvalidArgument also for a config whose size is too small for
+ *         the fields it claims or whose timeoutSeconds is out of range. Not in NCCL. */
+RINGO_API ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks, ringoUniqueId id, int rank,
+                                                const ringoConfig_t* config);
+
 /** Creates ndev communicators of one clique in this process. devlist NULL: ndev host ranks.
  * @return ringoSuccess; ringoInvalidArgument (NULL comms, ndev not in [1, 65536]);
  *         ringoUnhandledCudaError when devlist names devices and this build has no CUDA; errors of

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -178,6 +179,58 @@ TEST(InitRank, BadArgumentsAreRejectedAndTheIdStaysUsable) {
     // None of the rejected calls may have consumed the id.
     ASSERT_EQ(ringoCommInitRank(&comm, 1, id, 0), ringoSuccess) << ringoGetLastError(nullptr);
     EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  }, o);
+}
+
+// A config names what it sets: a size short of its fields or a timeout out of RINGO_TIMEOUT's range is
+// refused before anything is made, and the id stays usable; NULL is ringoCommInitRank.
+TEST(InitRankConfig, BadConfigsAreRefusedAndTheIdStaysUsable) {
+  Options o;
+  o.deadline_s = 30;
+  ringo_test::RunProcesses(1, [](int, const ringoUniqueId& id, Shared&) {
+    ringoComm_t comm = nullptr;
+    struct Bad { size_t size; double timeout; const char* what; };
+    for (const Bad& b : {Bad{0, 1.0, "size 0"}, Bad{sizeof(size_t), 1.0, "size without the timeout"},
+                         Bad{sizeof(ringoConfig_t), -1.0, "timeoutSeconds -1"},
+                         Bad{sizeof(ringoConfig_t), 1e-4, "timeoutSeconds below 0.001"},
+                         Bad{sizeof(ringoConfig_t), 2e9, "timeoutSeconds above 1e9"},
+                         Bad{sizeof(ringoConfig_t), NAN, "timeoutSeconds NaN"}}) {
+      ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+      config.size = b.size;
+      config.timeoutSeconds = b.timeout;
+      EXPECT_EQ(ringoCommInitRankConfig(&comm, 1, id, 0, &config), ringoInvalidArgument) << b.what;
+      EXPECT_NE(strstr(ringoGetLastError(nullptr), "ringoCommInitRankConfig: config->"), nullptr)
+          << b.what << ": " << ringoGetLastError(nullptr);
+      EXPECT_EQ(comm, nullptr) << b.what;
+    }
+    ASSERT_EQ(ringoCommInitRankConfig(&comm, 1, id, 0, nullptr), ringoSuccess) << ringoGetLastError(nullptr);
+    EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+  }, o);
+}
+
+// config->timeoutSeconds is this communicator's RINGO_TIMEOUT, whatever the environment says: with
+// RINGO_TIMEOUT=30 in the environment and 1 s in the config, a peer that does not come is a
+// ringoTimeout after about 1 s. A config of 0 leaves the environment's (test_failures.cc covers it).
+TEST(InitRankConfig, TimeoutOverridesTheEnvironmentForThisCommunicator) {
+  Options o;
+  o.deadline_s = 60;
+  o.ringo_timeout_s = 30;
+  ringo_test::RunProcesses(2, [](int rank, const ringoUniqueId& id, Shared& shared) {
+    ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+    config.timeoutSeconds = 1.0;
+    ringoComm_t comm = nullptr;
+    ASSERT_EQ(ringoCommInitRankConfig(&comm, 2, id, rank, &config), ringoSuccess) << ringoGetLastError(nullptr);
+    ASSERT_TRUE(shared.Barrier());
+    if (rank == 0) {
+      float x = 1.0f;
+      const double t0 = Now();
+      EXPECT_EQ(ringoAllReduce(&x, &x, 1, ringoFloat32, ringoSum, comm, nullptr), ringoTimeout);
+      const double waited = Now() - t0;
+      EXPECT_GE(waited, 0.9);
+      EXPECT_LT(waited, 10.0) << "the environment's RINGO_TIMEOUT=30 bounded the wait, not the config's 1 s";
+    }
+    ASSERT_TRUE(shared.Barrier(40));  // rank 1 comes only after rank 0 gave up
+    ringoCommAbort(comm);
   }, o);
 }
 

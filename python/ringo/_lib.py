@@ -24,6 +24,11 @@ class UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * UNIQUE_ID_BYTES)]
 
 
+class Config(ctypes.Structure):
+    """ringoConfig_t (ringo.h): a communicator's settings over the environment's; 0 keeps the environment's."""
+    _fields_ = [("size", ctypes.c_size_t), ("timeoutSeconds", ctypes.c_double)]
+
+
 class CommStats(ctypes.Structure):
     _fields_ = [("bytesSent", ctypes.c_uint64), ("bytesReceived", ctypes.c_uint64),
                 ("collectives", ctypes.c_uint64)]
@@ -65,6 +70,7 @@ _SIGS = {
     "ringoGetVersion": [_c.POINTER(_c.c_int)],
     "ringoGetUniqueId": [_c.POINTER(UniqueId)],
     "ringoCommInitRank": [_c.POINTER(_comm), _c.c_int, UniqueId, _c.c_int],
+    "ringoCommInitRankConfig": [_c.POINTER(_comm), _c.c_int, UniqueId, _c.c_int, _c.POINTER(Config)],
     "ringoCommInitAll": [_c.POINTER(_comm), _c.c_int, _c.POINTER(_c.c_int)],
     "ringoCommDestroy": [_comm],
     "ringoCommAbort": [_comm],

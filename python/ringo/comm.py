@@ -132,17 +132,26 @@ def _ptr(arr, writable):
     return arr.ctypes.data if arr.size else None
 
 
+def _seconds(timeout):
+    """A timeout as seconds: a number, or anything with total_seconds() (datetime.timedelta)."""
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+        raise Error(_lib.INVALID_ARGUMENT, f"timeout must be seconds or a timedelta, got {type(timeout).__name__}")
+    return float(seconds)
+
+
 class Comm:
     """One rank of an nranks ringo communicator.
 
-    Comm(nranks, uid, rank)  every rank passes the same uid (bytes from ringo.unique_id()).
+    Comm(nranks, uid, rank)  every rank passes the same uid (bytes from ringo.unique_id());
+                             timeout= (seconds or a timedelta) is this communicator's RINGO_TIMEOUT.
     Comm.from_env()          under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
     Comm.from_mpi(comm)      over an mpi4py communicator (ringoCommInitMPI).
 
     The collectives take NumPy arrays of any of ringo's ten dtypes (bfloat16 as uint16 arrays with
     dtype="bfloat16") and run on host memory: each call returns when its result is in place."""
 
-    def __init__(self, nranks, uid, rank, _handle=None):
+    def __init__(self, nranks, uid, rank, timeout=None, _handle=None):
         if _handle is None:
             try:  # the id's 128 bytes, however they travelled (bytes, a NumPy array, a memoryview)
                 uid = bytes(memoryview(uid).cast("B"))
@@ -155,21 +164,26 @@ class Comm:
             cid = _lib.UniqueId()
             ctypes.memmove(ctypes.byref(cid), bytes(uid), _lib.UNIQUE_ID_BYTES)
             h = ctypes.c_void_p()
-            check(_lib_.ringoCommInitRank(ctypes.byref(h), int(nranks), cid, int(rank)), call="ringoCommInitRank")
+            if timeout is None:
+                check(_lib_.ringoCommInitRank(ctypes.byref(h), int(nranks), cid, int(rank)), call="ringoCommInitRank")
+            else:
+                config = _lib.Config(ctypes.sizeof(_lib.Config), _seconds(timeout))
+                check(_lib_.ringoCommInitRankConfig(ctypes.byref(h), int(nranks), cid, int(rank), ctypes.byref(config)),
+                      call="ringoCommInitRankConfig")
             _handle = h
         self._h = _handle
 
     # --- construction from a launcher ---------------------------------------------------------
     @classmethod
-    def from_store(cls, store, rank, nranks, key="ringo/uid"):
+    def from_store(cls, store, rank, nranks, key="ringo/uid", timeout=None):
         """Rendezvous through a torch.distributed Store: rank 0 makes the id and sets it under key,
-        the others wait for it (the store's own timeout bounds the wait)."""
+        the others wait for it (the store's own timeout bounds the wait). timeout: as Comm's."""
         if rank == 0:
             uid = unique_id()
             store.set(key, uid)
         else:
             uid = bytes(store.get(key))
-        return cls(nranks, uid, rank)
+        return cls(nranks, uid, rank, timeout=timeout)
 
     @classmethod
     def from_env(cls, key="ringo/uid"):

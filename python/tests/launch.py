@@ -35,15 +35,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-def spawn(script, n, env=None, timeout=120):
-    """[(returncode, output)] of n processes of tests/workers/<script> with RANK, WORLD_SIZE,
+def spawn(script, n, env=None, timeout=120, args=()):
+    """[(returncode, output)] of n processes of tests/workers/<script> (with args) with RANK, WORLD_SIZE,
     MASTER_ADDR, MASTER_PORT set as env:// reads them (rank 0 hosts the store)."""
     port = free_port()
     procs = []
     for r in range(n):
         e = _env(env)
         e.update(RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen([sys.executable, str(WORKERS / script)], env=e, stdout=subprocess.PIPE,
+        procs.append(subprocess.Popen([sys.executable, str(WORKERS / script), *map(str, args)], env=e, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     results = []
     for p in procs:

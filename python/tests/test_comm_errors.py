@@ -4,6 +4,7 @@
 # correct call still works.
 # Run: pytest python/tests/test_comm_errors.py (needs libringo.so: make lib).
 import gc
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -147,3 +148,15 @@ def test_calls_on_a_destroyed_comm_say_it_was_destroyed():
         with pytest.raises(ringo.Error, match="already destroyed") as e:
             call()
         assert e.value.code == INVALID_USAGE
+
+
+@pytest.mark.parametrize("timeout, message", [(-1, "timeoutSeconds -1 is not in"), (2e9, "is not in \\[0.001, 1e9\\]"),
+                                              ("5", "seconds or a timedelta, got str"),
+                                              (True, "seconds or a timedelta, got bool")])
+def test_a_bad_timeout_is_refused_by_name_and_the_id_stays_usable(timeout, message):
+    uid = ringo.unique_id()
+    with pytest.raises(ringo.Error, match=message) as e:
+        ringo.Comm(1, uid, 0, timeout=timeout)
+    assert e.value.code == INVALID_ARGUMENT
+    with ringo.Comm(1, uid, 0, timeout=timedelta(seconds=5)) as comm:  # a timedelta, as torch gives it
+        assert comm.all_reduce(np.ones(2, np.float32)).tolist() == [1.0, 1.0]

@@ -82,6 +82,17 @@ def test_killed_rank_fails_the_others_with_ringos_message():
         assert failed_at - killed_at < timeout_s + 3, outs  # within RINGO_TIMEOUT (plus load slack)
 
 
+@pytest.mark.parametrize("ringo_timeout, pg_timeout, bound", [("", 2, 2), ("1", 60, 1)])
+def test_group_timeout_bounds_a_wait_unless_ringo_timeout_is_set(ringo_timeout, pg_timeout, bound):
+    # init_process_group(timeout=...) is the group's RINGO_TIMEOUT (as gloo's bounds an operation), and
+    # RINGO_TIMEOUT in the environment wins where set. Rank 1 comes 6 s late to a barrier.
+    results = spawn("timeout.py", 2, env={"RINGO_TIMEOUT": ringo_timeout}, args=(pg_timeout, 6))
+    outs = "\n".join(f"--- rank {r} exit {rc}\n{out[-2000:]}" for r, (rc, out) in enumerate(results))
+    m = re.search(r"BARRIER rank 0 failed after ([0-9.]+): .*timed out after", results[0][1])
+    assert m, outs
+    assert bound - 0.2 <= float(m.group(1)) < bound + 3, outs  # the bound, not RINGO_TIMEOUT's 300 s default
+
+
 def test_abort_process_group_returns():
     proc = torchrun("abort.py", 2, timeout=120)
     assert proc.returncode == 0, _report(proc)

@@ -24,26 +24,50 @@ ringoResult_t ringoGetUniqueId(ringoUniqueId* id) {
   return ringo_bootstrap_root_start(id);
 }
 
-ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, int rank) {
+/* A config's fields, checked before anything is made: the timeout within RINGO_TIMEOUT's range. */
+static ringoResult_t check_config(const ringoConfig_t* config, const char* name) {
+  if (!config) return ringoSuccess;
+  if (config->size < offsetof(ringoConfig_t, timeoutSeconds) + sizeof config->timeoutSeconds)
+    return ringo_fail(ringoInvalidArgument, "%s: config->size %zu is too small (start from RINGO_CONFIG_INITIALIZER)",
+                      name, config->size);
+  const double t = config->timeoutSeconds;
+  if (t != 0 && !(t >= 0.001 && t <= 1e9))
+    return ringo_fail(ringoInvalidArgument, "%s: config->timeoutSeconds %g is not in [0.001, 1e9] (0: RINGO_TIMEOUT)",
+                      name, t);
+  return ringoSuccess;
+}
+
+static ringoResult_t init_rank(ringoComm_t* out, int nranks, const ringoUniqueId* id, int rank,
+                               const ringoConfig_t* config, const char* name) {
   ringo_thread_clear_error();
-  if (!out) return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: comm is NULL");
+  if (!out) return ringo_fail(ringoInvalidArgument, "%s: comm is NULL", name);
   *out = NULL;
   /* The rendezvous's bound, checked before the communicator's per-rank tables are sized by it. */
   if (nranks < 1 || nranks > RINGO_BOOTSTRAP_MAX_RANKS)
-    return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: nranks %d is not in [1, %d]", nranks,
-                      RINGO_BOOTSTRAP_MAX_RANKS);
+    return ringo_fail(ringoInvalidArgument, "%s: nranks %d is not in [1, %d]", name, nranks, RINGO_BOOTSTRAP_MAX_RANKS);
   if (rank < 0 || rank >= nranks)
-    return ringo_fail(ringoInvalidArgument, "ringoCommInitRank: rank %d out of range [0, %d)", rank, nranks);
+    return ringo_fail(ringoInvalidArgument, "%s: rank %d out of range [0, %d)", name, rank, nranks);
+  RINGO_CHECK(check_config(config, name));
   ringoComm_t comm = ringo_comm_alloc(nranks, rank);
-  if (!comm) return ringo_fail(ringoSystemError, "ringoCommInitRank: out of memory");
+  if (!comm) return ringo_fail(ringoSystemError, "%s: out of memory", name);
+  if (config && config->timeoutSeconds > 0) comm->env.timeout_s = config->timeoutSeconds; /* before any wait */
   /* Inside a group it is only queued and made at ringoGroupEnd; outside, made now. */
-  const ringoResult_t res = ringo_group_submit_init(comm, &id);
+  const ringoResult_t res = ringo_group_submit_init(comm, id);
   if (res != ringoSuccess) {
     ringo_lifecycle_free(comm);
     return res;
   }
   *out = comm;
   return ringoSuccess;
+}
+
+ringoResult_t ringoCommInitRank(ringoComm_t* out, int nranks, ringoUniqueId id, int rank) {
+  return init_rank(out, nranks, &id, rank, NULL, "ringoCommInitRank");
+}
+
+ringoResult_t ringoCommInitRankConfig(ringoComm_t* out, int nranks, ringoUniqueId id, int rank,
+                                      const ringoConfig_t* config) {
+  return init_rank(out, nranks, &id, rank, config, "ringoCommInitRankConfig");
 }
 
 struct init_job {

@@ -5,6 +5,7 @@
 # Tested by python/tests/test_torch_*.py under torchrun (N = 2 and 4).
 import ctypes
 import inspect
+import os
 import threading
 
 import torch
@@ -99,7 +100,12 @@ class ProcessGroupRingo(dist.ProcessGroup):
         super().__init__(rank, size)
         # The store torch hands a backend is already prefixed by the group's name, so a subgroup's
         # id lands under its own key and never meets the world's.
-        self._comm = Comm.from_store(store, rank, size, key="ringo/unique_id")
+        # The group's timeout (init_process_group's, 30 min unless given) bounds each of its waits, as
+        # gloo's bounds each operation; RINGO_TIMEOUT, where the environment sets it, wins.
+        seconds = None
+        if timeout is not None and not os.environ.get("RINGO_TIMEOUT"):
+            seconds = min(max(timeout.total_seconds(), 0.001), 1e9)  # ringo's range for it
+        self._comm = Comm.from_store(store, rank, size, key="ringo/unique_id", timeout=seconds)
         self._store = store  # monitored_barrier meets through it
         self._serves = [torch.device("cpu")] + ([torch.device("cuda")] if self._comm.device >= 0 else [])
         self._monitored = 0  # monitored_barrier calls so far: each has its own keys
