@@ -120,3 +120,13 @@ def test_a_destroyed_subgroup_refuses_calls_instead_of_hanging(group):
     with pytest.raises(Error, match="was destroyed"):
         sub.allreduce([torch.ones(2)]).wait()
     assert _still_works()
+
+
+def test_options_without_async_op_run_as_torch_before_2_8_passes_them(group):
+    # AllreduceOptions gained asyncOp in torch 2.8; an options object without it takes the general path.
+    class OldOptions:
+        reduceOp = dist.ReduceOp.SUM
+        timeout = None
+    t = torch.ones(3)
+    group.allreduce([t], OldOptions()).wait()
+    assert torch.equal(t, torch.ones(3))

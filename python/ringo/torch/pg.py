@@ -197,7 +197,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         self._comm.all_reduce_ptr(ptr(v), ptr(v), v.numel(), dt, _lib.OPS[op], s)
 
     def allreduce(self, tensors, opts=None):
-        if opts is not None and not opts.asyncOp and len(tensors) == 1:
+        if opts is not None and not getattr(opts, "asyncOp", True) and len(tensors) == 1:
             work = self._allreduce_here(tensors, opts)
             if work is not None:
                 return work
