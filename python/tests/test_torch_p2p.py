@@ -120,3 +120,34 @@ def test_abort_fails_the_open_batch_by_name(group):
     sub.abort()
     with pytest.raises(Error, match="aborted before these sends and receives started"):
         recv.wait()
+
+
+def test_an_isend_from_another_thread_as_coalescing_starts_joins_the_batch(group):
+    # _start_coalescing starts the open batch, then opens the coalescing one: another thread's isend
+    # between the two opened a batch of its own that the coalescing one then replaced, losing the send
+    # (and the worker's hold for it). Here that thread is started right between the two.
+    import threading
+    got, sent, other = torch.empty(3), {}, []
+    real = group._start_p2p
+
+    def isend_from_another_thread():
+        sent["work"] = dist.isend(torch.full((3,), 4.0), 0)
+
+    def start_p2p_then_race(batch=None):
+        real(batch)
+        if not other:  # the first call: inside _start_coalescing
+            other.append(threading.Thread(target=isend_from_another_thread))
+            other[0].start()
+            other[0].join(0.5)  # blocked on the group's lock now, if _start_coalescing holds it
+    group._start_p2p = start_p2p_then_race
+    try:
+        with dist._coalescing_manager(device=torch.device("cpu"), async_ops=True) as cm:
+            del group._start_p2p
+            recv = dist.irecv(got, 0)
+            other[0].join(10)  # its isend is in the coalescing batch before the batch ends
+        cm.wait()
+    finally:
+        group.__dict__.pop("_start_p2p", None)
+    recv.wait()
+    sent["work"].wait()
+    assert torch.equal(got, torch.full((3,), 4.0))

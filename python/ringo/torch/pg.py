@@ -471,9 +471,9 @@ class ProcessGroupRingo(dist.ProcessGroup):
 
     # --- batch_isend_irecv and _coalescing_manager bracket a batch of calls with these two -------------
     def _start_coalescing(self, device):
-        self._start_p2p()
-        self._last_work, self._coalescing = None, True
-        with self._p2p_lock:
+        with self._p2p_lock:  # one step: another thread's isend between the two would open a batch this replaced
+            self._start_p2p()
+            self._last_work, self._coalescing = None, True
             self._open_p2p(device)
 
     def _end_coalescing(self, device):
