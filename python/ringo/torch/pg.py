@@ -16,8 +16,8 @@ from ..comm import Comm, Error, check
 from .cuda_calls import CudaCalls
 from .monitored import monitored_barrier as _monitored_barrier
 from .p2p import P2PBatch, P2PWork
-from .tensors import (DTYPE_CODES, PLAIN_OP_CODES, byte_view, call_device, check_device, check_outputs, op_name, ptr,
-                      reduce_view)
+from .tensors import (DTYPE_CODES, PLAIN_OP_CODES, byte_view, call_device, check_device, check_outputs, op_code, op_name,
+                      ptr, reduce_view)
 from .worker import QUEUED, Worker, done_work
 
 try:  # built by `pip install ./python` when Python's headers are there (optional: see python/README.md)
@@ -194,7 +194,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         if factor is not None:
             _write_back(t, _scaled(t, factor))
         v, dt = reduce_view(t, op, "tensor")
-        self._comm.all_reduce_ptr(ptr(v), ptr(v), v.numel(), dt, _lib.OPS[op], s)
+        self._comm.all_reduce_ptr(ptr(v), ptr(v), v.numel(), dt, op_code(t, op), s)
 
     def allreduce(self, tensors, opts=None):
         if opts is not None and not getattr(opts, "asyncOp", True) and len(tensors) == 1:
@@ -207,7 +207,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
             # DDP's buckets and most user calls: one contiguous tensor, reduced where it lies.
             v, dt = views[0]
             p = ptr(v)
-            args = (p, p, v.numel(), dt, _lib.OPS[op])
+            args = (p, p, v.numel(), dt, op_code(tensors[0], op))
             return self._submit(lambda s=None: self._comm.all_reduce_ptr(*args, s), tensors, opts)
 
         def run(s=None):
@@ -260,7 +260,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
                 send = _scaled(c, factor) if factor is not None else c
                 sv, dt = reduce_view(send, op, "tensor")
                 rv, _ = reduce_view(c, op, "tensor")
-                self._comm.reduce_ptr(ptr(sv), ptr(rv), sv.numel(), dt, _lib.OPS[op], root, s)
+                self._comm.reduce_ptr(ptr(sv), ptr(rv), sv.numel(), dt, op_code(c, op), root, s)
                 _write_back(t, c)
         return self._submit(run, tensors, opts)
 
@@ -272,7 +272,7 @@ class ProcessGroupRingo(dist.ProcessGroup):
         send = _apart(send, c, c.data_ptr() - self._me * c.numel() * c.element_size())
         sv, dt = reduce_view(send, op, "input")
         rv, _ = reduce_view(c, op, "output")
-        self._comm.reduce_scatter_ptr(ptr(sv), ptr(rv), rv.numel(), dt, _lib.OPS[op], s)
+        self._comm.reduce_scatter_ptr(ptr(sv), ptr(rv), rv.numel(), dt, op_code(c, op), s)
         _write_back(out, c)
 
     def _check_rs(self, out, inp_numel, op, what, factor=None):

@@ -12,6 +12,9 @@ DTYPES = {torch.int8: "int8", torch.uint8: "uint8", torch.int32: "int32", torch.
           torch.float32: "float32", torch.float64: "float64", torch.bfloat16: "bfloat16"}
 # Complex numbers reduce as pairs of reals for the ops that act on each part alone.
 COMPLEX = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+# Bools reduce as their 0/1 bytes, as gloo's do: SUM and MAX are "any" (ringo's max), PRODUCT and MIN
+# "all" (its min); AVG is not defined.
+BOOL_OPS = {"sum": "max", "max": "max", "prod": "min", "min": "min"}
 
 _R = dist.ReduceOp.RedOpType
 OPS = {_R.SUM: "sum", _R.AVG: "avg", _R.PRODUCT: "prod", _R.MIN: "min", _R.MAX: "max",
@@ -82,11 +85,21 @@ def reduce_view(t, op, what, factor=None):
         if op not in ("sum", "avg"):
             raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {op} of {t.dtype} is not defined")
         t = torch.view_as_real(t)
+    if t.dtype == torch.bool:
+        if op not in BOOL_OPS:
+            raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {op} of {what} of dtype torch.bool is not defined "
+                        "(SUM and MAX are any, PRODUCT and MIN all)")
+        return t.view(torch.uint8), _lib.DTYPES["uint8"]
     name = DTYPES.get(t.dtype)
     if name is None:
         raise Error(_lib.INVALID_ARGUMENT, f"ringo backend: {what} has dtype {t.dtype}, which ringo does not "
                     f"reduce (it has {', '.join(_lib.DTYPES)})")
     return t, _lib.DTYPES[name]
+
+
+def op_code(t, op):
+    """ringo's op code for reducing tensor t (as reduce_view gives it) with the op named op."""
+    return _lib.OPS[BOOL_OPS[op] if t.dtype == torch.bool else op]
 
 
 def byte_view(t, what):

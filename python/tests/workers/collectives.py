@@ -197,7 +197,7 @@ def point_to_point(me, n):
 def errors(me, n):
     """What ringo cannot do fails with an error naming it, before anything is sent."""
     global checks
-    for call, says in ((lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool)), "dtype torch.bool"),
+    for call, says in ((lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool), op=R.AVG), "dtype torch.bool"),
                        (lambda: dist.all_reduce(torch.ones(2), op=R.BXOR), "is not supported"),
                        (lambda: dist.recv(torch.ones(3)), "any source")):
         checks += 1
@@ -211,6 +211,23 @@ def errors(me, n):
     dist.all_reduce(t)
     expect("all_reduce complex64 sum", torch.view_as_real(t), torch.view_as_real(
         torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64) * (n * (n + 1) // 2)))
+
+
+def bools(me, n):
+    """Bools reduce as gloo's do: SUM and MAX any, PRODUCT and MIN all (an early-stop flag's reduction)."""
+    mine = torch.tensor([me == 0, True, False, me % 2 == 1])
+    any_, all_ = torch.tensor([True, True, False, n > 1]), torch.tensor([n == 1, True, False, False])
+    for name, op, want in (("sum", R.SUM, any_), ("max", R.MAX, any_), ("prod", R.PRODUCT, all_), ("min", R.MIN, all_)):
+        t = mine.clone()
+        dist.all_reduce(t, op=op)
+        expect(f"all_reduce {name} bool", t, want)
+    t = mine.clone()
+    dist.reduce(t, dst=n - 1, op=R.MAX)
+    if me == n - 1:
+        expect("reduce max bool", t, any_)
+    out = torch.empty(1, dtype=torch.bool)
+    dist.reduce_scatter_tensor(out, torch.tensor([me == 0] * n), op=R.SUM)
+    expect("reduce_scatter_tensor sum bool", out, torch.tensor([True]))
 
 
 def streams(me, n):
@@ -252,6 +269,7 @@ def main():
     overlapping(me, n)
     point_to_point(me, n)
     errors(me, n)
+    bools(me, n)
     if cuda:
         streams(me, n)
     work = dist.all_reduce(torch.ones(4), async_op=True)
