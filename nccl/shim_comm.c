@@ -230,6 +230,14 @@ NCCL_PROFILING_ALIAS(ncclCommFinalize);
 
 /* NCCL accepts NULL in ncclCommDestroy and ncclCommAbort as a no-op (cleanup paths rely on it). A
  * failed init leaves a record without a ringo communicator: only the record is freed. */
+/* Whether ncclCommAbort took comm (its record then stays on the aborted list). */
+static int was_aborted(struct ncclComm* comm) {
+  pthread_mutex_lock(&comm->lock);
+  const int aborted = comm->aborted;
+  pthread_mutex_unlock(&comm->lock);
+  return aborted;
+}
+
 NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   const size_t recorded = shim_group_recorded_on(comm, 0);
@@ -241,10 +249,7 @@ NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (held > 0) /* that thread's ncclGroupEnd would run them on a freed communicator */
     return shim_fail(comm, ncclInvalidUsage, "ncclCommDestroy: another thread's open group holds %d call%s on this "
                      "communicator; destroy it after that ncclGroupEnd", held, held > 1 ? "s" : "");
-  pthread_mutex_lock(&comm->lock);
-  const int aborted = comm->aborted;
-  pthread_mutex_unlock(&comm->lock);
-  if (aborted) /* the record stays for the calls the abort ended (and an abandoned init's thread) */
+  if (was_aborted(comm)) /* the record stays for the calls the abort ended (and an abandoned init's thread) */
     return shim_fail(comm, ncclInvalidUsage, "ncclCommDestroy: the communicator was aborted (ncclCommAbort), which "
                      "freed it already");
   comm_wait_init(comm); /* joins the init thread, also one that has finished */
@@ -280,10 +285,7 @@ static void abandon_init(struct ncclComm* c) {
 
 NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
-  pthread_mutex_lock(&comm->lock);
-  const int again = comm->aborted;
-  pthread_mutex_unlock(&comm->lock);
-  if (again) return ncclSuccess; /* nothing left to end; the record stays on the list once */
+  if (was_aborted(comm)) return ncclSuccess; /* nothing left to end; the record stays on the list once */
   shim_group_recorded_on(comm, 1); /* never to run: its ringo communicator goes below */
   abandon_init(comm);
   comm_wait_init(comm); /* joins an init thread that had finished */

@@ -98,7 +98,8 @@ def reduce_view(t, op, what, factor=None):
 
 
 def op_code(t, op):
-    """ringo's op code for reducing tensor t (as reduce_view gives it) with the op named op."""
+    """ringo's op code for reducing tensor t (as the caller passed it, not reduce_view's byte view of a
+    bool) with the op named op."""
     return _lib.OPS[BOOL_OPS[op] if t.dtype == torch.bool else op]
 
 
