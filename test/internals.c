@@ -19,6 +19,7 @@ unsigned long long ringo_test_board_ops(ringoComm_t comm) { return comm->board ?
 size_t ringo_test_board_bytes(ringoComm_t comm) { return comm->board ? ringo_board_bytes(comm->board) : 0; }
 
 int ringo_test_spin(ringoComm_t comm) { return comm->env.spin; }
+int ringo_test_crowded(ringoComm_t comm) { return comm->crowded; }
 
 int ringo_test_cpus_fit(const int (*cpus)[9], int n) {
   uint64_t masks[16][RINGO_CPU_WORDS] = {{0}};

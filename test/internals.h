@@ -27,6 +27,8 @@ unsigned long long ringo_test_board_ops(ringoComm_t comm);
 size_t ringo_test_board_bytes(ringoComm_t comm);
 /* How many times comm's waiters poll before they yield (RINGO_SPIN, or comm.c's default). */
 int ringo_test_spin(ringoComm_t comm);
+/* 1 when the communicator found its host's ranks outnumber its CPUs (waits keep yielding). */
+int ringo_test_crowded(ringoComm_t comm);
 /* comm.c's ringo_comm_cpus_fit over n ranks, rank i allowed the CPUs listed in cpus[i] (-1 ends each
  * list, at most 8 CPUs below 1024 per rank). */
 int ringo_test_cpus_fit(const int (*cpus)[9], int n);

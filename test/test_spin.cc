@@ -1,6 +1,7 @@
 // test_spin.cc — RINGO_SPIN's default (src/comm/comm.c): waiters poll RINGO_SPIN_FIT times before
 // they yield where a host's ranks each have a CPU, never where they outnumber the CPUs or the host is
-// pretended (RINGO_HOSTNAME); a value set is kept. Run: make test (build/test/test_spin).
+// pretended (RINGO_HOSTNAME); a value set is kept. Where they outnumber the CPUs the communicator is
+// crowded: its waits keep yielding however slow a yield. Run: make test (build/test/test_spin).
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -49,17 +50,26 @@ void WithCpus(int keep, Fn fn) {
 TEST(Spin, PollsWhereTheHostsRanksFitItsCpus) {
   if (Cpus() < 2) GTEST_SKIP() << "one CPU: two ranks never fit";
   WithCpus(2, [] {
-    RunForked(2, [](Team& t) { EXPECT_EQ(kSpinFit, ringo_test_spin(t.comms[0])); }, WithEnv({{"RINGO_SPIN", ""}}));
+    RunForked(2, [](Team& t) {
+      EXPECT_EQ(kSpinFit, ringo_test_spin(t.comms[0]));
+      EXPECT_EQ(0, ringo_test_crowded(t.comms[0]));
+    }, WithEnv({{"RINGO_SPIN", ""}}));
   });
 }
 
 TEST(Spin, YieldsAtOnceWhereRanksOutnumberCpus) {
   WithCpus(1, [] {
-    RunForked(2, [](Team& t) { EXPECT_EQ(0, ringo_test_spin(t.comms[0])); }, WithEnv({{"RINGO_SPIN", ""}}));
+    RunForked(2, [](Team& t) {
+      EXPECT_EQ(0, ringo_test_spin(t.comms[0]));
+      EXPECT_EQ(1, ringo_test_crowded(t.comms[0]));
+    }, WithEnv({{"RINGO_SPIN", ""}}));
   });
   if (Cpus() >= 2) {
     WithCpus(2, [] {
-      RunForked(3, [](Team& t) { EXPECT_EQ(0, ringo_test_spin(t.comms[0])); }, WithEnv({{"RINGO_SPIN", ""}}));
+      RunForked(3, [](Team& t) {
+        EXPECT_EQ(0, ringo_test_spin(t.comms[0]));
+        EXPECT_EQ(1, ringo_test_crowded(t.comms[0]));
+      }, WithEnv({{"RINGO_SPIN", ""}}));
     });
   }
 }
@@ -73,7 +83,7 @@ TEST(Spin, RanksFitWhenEachCanHaveItsOwnCpu) {
   const int pinned_first[2][9] = {{0, 1, -1}, {0, -1}};  // the pinned one takes 0, the other 1
   const int crowded[3][9] = {{0, -1}, {0, -1}, {0, 1, 2, -1}};  // two ranks on CPU 0, however the third goes
   const int high[2][9] = {{1000, -1}, {1001, -1}};  // CPUs in the last word of the mask
-  const int none[2][9] = {{-1}, {0, -1}};  // a rank whose CPUs are unknown fits nowhere
+  const int none[2][9] = {{-1}, {0, -1}};  // a rank whose CPUs are unknown: not known (no polling, not crowded)
   EXPECT_EQ(1, ringo_test_cpus_fit(distinct, 2));
   EXPECT_EQ(0, ringo_test_cpus_fit(same, 2));
   EXPECT_EQ(1, ringo_test_cpus_fit(shared_set, 2));
@@ -81,7 +91,7 @@ TEST(Spin, RanksFitWhenEachCanHaveItsOwnCpu) {
   EXPECT_EQ(1, ringo_test_cpus_fit(pinned_first, 2));
   EXPECT_EQ(0, ringo_test_cpus_fit(crowded, 3));
   EXPECT_EQ(1, ringo_test_cpus_fit(high, 2));
-  EXPECT_EQ(0, ringo_test_cpus_fit(none, 2));
+  EXPECT_EQ(-1, ringo_test_cpus_fit(none, 2));
 }
 
 // Ranks each pinned to a core of their own poll (mpirun's default binding at N <= cores); ranks
@@ -102,19 +112,27 @@ TEST(Spin, PinnedRanksPollOnlyOnDistinctCores) {
       ringoComm_t comm = nullptr;
       ASSERT_EQ(ringoSuccess, ringoCommInitRank(&comm, 2, id, rank));
       EXPECT_EQ(distinct ? kSpinFit : 0, ringo_test_spin(comm)) << (distinct ? "distinct cores" : "one core");
+      EXPECT_EQ(distinct ? 0 : 1, ringo_test_crowded(comm)) << (distinct ? "distinct cores" : "one core");
       EXPECT_EQ(ringoSuccess, ringoCommDestroy(comm));
     }, WithEnv({{"RINGO_SPIN", ""}}));
   }
 }
 
 TEST(Spin, YieldsAtOnceOnPretendedHosts) {
-  RunForked(2, [](Team& t) { EXPECT_EQ(0, ringo_test_spin(t.comms[0])); },
-            WithEnv({{"RINGO_SPIN", ""}, {"RINGO_HOSTNAME", "pretended-host"}}));
+  // Not known to be crowded either: their waits still stop yielding to a busy stranger.
+  RunForked(2, [](Team& t) {
+    EXPECT_EQ(0, ringo_test_spin(t.comms[0]));
+    EXPECT_EQ(0, ringo_test_crowded(t.comms[0]));
+  }, WithEnv({{"RINGO_SPIN", ""}, {"RINGO_HOSTNAME", "pretended-host"}}));
 }
 
 TEST(Spin, ASetValueIsKept) {
+  const int crowded = Cpus() < 2;  // two ranks on one CPU
   for (const char* v : {"0", "5"}) {
-    RunForked(2, [v](Team& t) { EXPECT_EQ(std::stoi(v), ringo_test_spin(t.comms[0])); },
+    RunForked(2, [v, crowded](Team& t) {
+      EXPECT_EQ(std::stoi(v), ringo_test_spin(t.comms[0]));
+      EXPECT_EQ(crowded, ringo_test_crowded(t.comms[0])) << "the CPUs decide, not RINGO_SPIN";
+    },
               WithEnv({{"RINGO_SPIN", v}}));
   }
 }

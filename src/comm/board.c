@@ -375,7 +375,7 @@ static ringoResult_t wait_for(const ringoComm_t comm, const struct board_wait* w
   const struct ringo_wait_policy policy = {
       .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag, .min_yields = 4,
       .yield_s = comm->env.yield_us * 1e-6, .sleep_ns = BOARD_SLEEP_NS, .net_sleep_ns = BOARD_NET_SLEEP_NS,
-      .liveness_s = BOARD_LIVENESS_S, .net = RINGO_WAIT_NET_SHARED};
+      .liveness_s = BOARD_LIVENESS_S, .net = RINGO_WAIT_NET_SHARED, .crowded = comm->crowded};
   struct ringo_waiter wt;
   ringo_waiter_start(&wt, &policy, begun);
   for (;;) {

@@ -59,8 +59,10 @@ static int cpu_count(const uint64_t* cpus) {
 }
 
 int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n) {
+  for (int i = 0; i < n; i++)
+    if (cpu_count(cpus[i]) == 0) return -1; /* a rank whose kernel would not say */
   int* order = malloc((size_t)n * sizeof *order);
-  if (!order) return 0; /* not knowing, do not poll */
+  if (!order) return -1;
   for (int i = 0; i < n; i++) order[i] = i;
   for (int i = 1; i < n; i++) /* by CPU count, insertion sort: a host has few ranks */
     for (int j = i; j > 0 && cpu_count(cpus[order[j]]) < cpu_count(cpus[order[j - 1]]); j--) {
@@ -81,23 +83,24 @@ int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n) {
   return fit;
 }
 
-/* Unset RINGO_SPIN: poll before yielding only where this host's ranks of the communicator can each
- * have a CPU of its own among those they may run on (core.h says why): ranks that share one CPU set
- * as many CPUs as ranks, or ranks pinned to distinct cores, as mpirun binds them. Hosts named by
- * RINGO_HOSTNAME may be pretended on one machine (bench/hosts.sh), whose CPUs the other "hosts"
- * share: no polling there. */
-static int default_spin(const ringoComm_t comm) {
+/* Whether this host's ranks of the communicator can each have a CPU of its own among those they may
+ * run on: ranks that share one CPU set as many CPUs as ranks, or ranks pinned to distinct cores, as
+ * mpirun binds them (1), or not (0). -1: not known. Hosts named by RINGO_HOSTNAME may be pretended
+ * on one machine (bench/hosts.sh), whose CPUs the other "hosts" share. It decides two defaults:
+ * unset RINGO_SPIN polls before yielding only where they fit (core.h says why), and waits keep
+ * yielding, however slow a yield, only where they are known not to (ringo_yield, core.h). */
+static int host_ranks_fit(const ringoComm_t comm) {
   char real[sizeof comm->info[0].host] = "";
-  if (gethostname(real, sizeof real - 1) != 0 || strcmp(real, comm->info[comm->rank].host) != 0) return 0;
+  if (gethostname(real, sizeof real - 1) != 0 || strcmp(real, comm->info[comm->rank].host) != 0) return -1;
   uint64_t(*cpus)[RINGO_CPU_WORDS] = malloc((size_t)comm->nranks * sizeof *cpus);
-  if (!cpus) return 0;
+  if (!cpus) return -1;
   int here = 0;
   for (int r = 0; r < comm->nranks; r++)
     if (strcmp(comm->info[r].host, comm->info[comm->rank].host) == 0)
       memcpy(cpus[here++], comm->info[r].cpus, sizeof *cpus);
   const int fit = ringo_comm_cpus_fit((const uint64_t(*)[RINGO_CPU_WORDS])cpus, here);
   free(cpus);
-  return fit ? RINGO_SPIN_FIT : 0;
+  return fit;
 }
 
 /* This process's allowed CPUs as bits; all zero (fits nothing) where the kernel will not say. */
@@ -483,7 +486,9 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   order_ring(comm, comm->info);
   comm->spans_hosts = spans_hosts(comm);
-  if (comm->env.spin < 0) comm->env.spin = default_spin(comm);
+  const int fit = host_ranks_fit(comm);
+  if (comm->env.spin < 0) comm->env.spin = fit == 1 ? RINGO_SPIN_FIT : 0;
+  comm->crowded = fit == 0;
   RINGO_CHECK(agreed_naive(comm));
   RINGO_CHECK(agreed_slice_bytes(comm, &comm->slot_bytes, &comm->host_slot_bytes));
   /* The algorithms' links come next, from engine/select.c's table. */

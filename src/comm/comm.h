@@ -102,6 +102,8 @@ struct ringoComm {
   int spans_hosts;              /* its ranks are on more than one host (comm_setup, from the rank infos) */
   void (*tctx_free)(void*);
   atomic_int abort_flag;        /* set by ringoCommAbort; every wait watches it */
+  int crowded;                  /* this host's ranks outnumber its CPUs: waits keep yielding however
+                                   slow a yield is (core/wait.h; comm.c decides) */
   atomic_int inflight;          /* collectives running now (Abort waits for them to leave) */
   atomic_int grouped;           /* its calls in threads' open groups, until their ringoGroupEnd is done with them */
   atomic_int calling;           /* a public call runs on it (api/group.c): another thread's is refused */
@@ -148,8 +150,9 @@ uint64_t ringo_comm_twophase_default(int nranks);
 /* Unset RINGO_TWOPHASE_ROUND_BYTES: the board's share of each of n ranks' two slots. */
 uint64_t ringo_comm_twophase_round_default(int nranks);
 /* 1 when n ranks whose allowed CPUs are cpus[0..n-1] can each have a CPU of its own (RINGO_SPIN's
- * default polls only then). Greedy, ranks with the fewest CPUs first: it may say 0 where an
- * assignment exists, never 1 where none does. */
+ * default polls only then), 0 when they cannot (the communicator is crowded), -1 when not known (a
+ * rank's CPUs are, or memory ran out). Greedy, ranks with the fewest CPUs first: it may say 0 where
+ * an assignment exists, never 1 where none does. */
 int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n);
 /* RINGO_DEBUG=INFO's lines on the ring order, once init is through. */
 void ringo_comm_log_ring(const ringoComm_t comm);

@@ -55,7 +55,7 @@ void ringo_comm_link_params(const ringoComm_t comm, int peer, int channel, struc
   const int gather = channel == RINGO_CHANNEL_GATHER;
   *p = (struct ringo_link_params){.slot_bytes = comm->slot_bytes, .nslots = gather ? 2 : comm->env.nslots,
                                   .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag,
-                                  .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6,
+                                  .spin = comm->env.spin, .yield_s = comm->env.yield_us * 1e-6, .crowded = comm->crowded,
                                   .self_rank = comm->rank, .peer_rank = peer,
                                   .ctx = comm->tctx, .channel = channel, .net_turns = ringo_comm_net_turns(comm),
                                   .peer_pid = comm->info && strcmp(comm->info[peer].host, comm->info[comm->rank].host) == 0

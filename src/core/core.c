@@ -1,5 +1,6 @@
 /* core.c — logging, the per-thread last-error message, type names, the clock, polite yielding.
- * Depends on nothing else in ringo. Tested through test/test_api.cc (error strings and messages) and test/test_env.cc (RINGO_DEBUG). */
+ * Depends on nothing else in ringo. Tested through test/test_api.cc (error strings and messages), test/test_env.cc (RINGO_DEBUG)
+ * and test/test_shm.cc (yielding beside a busy loop). */
 #include "core/core.h"
 
 #include <pthread.h>
@@ -129,12 +130,12 @@ double ringo_now(void) {
 /* Per thread: a waiting thread is one rank's engine, and it is its core that is contended. */
 static _Thread_local double yield_blocked_until, last_slow_yield = -1.0;
 
-int ringo_yield(void) {
+int ringo_yield(int watch) {
   const double start = ringo_now();
-  if (start < yield_blocked_until) return 0;
+  if (watch && start < yield_blocked_until) return 0;
   sched_yield();
   const double end = ringo_now();
-  if (end - start > RINGO_YIELD_SLOW_S) {
+  if (watch && end - start > RINGO_YIELD_SLOW_S) {
     /* One slow yield happens now and then (another process woke up); two close together mean
      * a stranger holds this core (docs/performance.md). */
     if (end - last_slow_yield < RINGO_YIELD_SLOW_WINDOW_S) yield_blocked_until = end + RINGO_YIELD_BACKOFF_S;

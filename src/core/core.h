@@ -152,11 +152,14 @@ double ringo_now(void);
  * whole scheduler slice (ms), where a blocked waiter is woken (and preempts) at once
  * (docs/performance.md). So two yields slower than
  * RINGO_YIELD_SLOW_S within RINGO_YIELD_SLOW_WINDOW_S switch this thread to blocking for
- * RINGO_YIELD_BACKOFF_S, after which yields probe again. */
+ * RINGO_YIELD_BACKOFF_S, after which yields probe again. watch 0 turns that off for one yield:
+ * where a host's ranks outnumber its CPUs, the busy process on the core is mostly a peer at its
+ * own work, and a waiter that blocked for 50 ms after a peer computed slept through the calls
+ * after it (N = 8 on 2 cores). */
 #define RINGO_YIELD_SLOW_S 1e-3
 #define RINGO_YIELD_SLOW_WINDOW_S 20e-3
 #define RINGO_YIELD_BACKOFF_S 50e-3
-int ringo_yield(void);
+int ringo_yield(int watch);
 
 /* Element size of a datatype, 0 for an invalid one. */
 size_t ringo_type_size(ringoDataType_t type);

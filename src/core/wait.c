@@ -57,7 +57,7 @@ int ringo_waiter_liveness_due(struct ringo_waiter* w, double now) {
 int ringo_waiter_yield(struct ringo_waiter* w, double now) {
   if (w->p.net != RINGO_WAIT_NET_NONE) ringo_wait_net_progress(w->p.net == RINGO_WAIT_NET_OWN);
   const int yielding = w->round++ < w->p.min_yields || now < w->yield_until;
-  return yielding && ringo_yield();
+  return yielding && ringo_yield(!w->p.crowded);
 }
 
 long ringo_waiter_sleep_ns(const struct ringo_waiter* w, double now) {

@@ -47,6 +47,8 @@ struct ringo_wait_policy {
   long max_sleep_ns;             /* > sleep_ns: each sleep doubles up to this (backoff) */
   double liveness_s;             /* how often to look at the awaited peer; 0: never */
   int net;                       /* RINGO_WAIT_NET_*: whose network turns this wait gives */
+  int crowded;                   /* the host's ranks outnumber its CPUs: yields never turn into
+                                    sleeps for being slow (ringo_yield's watch, core.h) */
 };
 enum { RINGO_WAIT_NET_SHARED = 0, RINGO_WAIT_NET_OWN = 1, RINGO_WAIT_NET_NONE = 2 };
 

@@ -77,7 +77,8 @@ static int wait_marker(struct ringo_proxy* px, uint64_t mark) {
   /* No deadline of its own: giving_up ends it, and the waits behind the marker have theirs. 64
    * yields, then naps from 1 us doubling up to MARK_NAP_MAX_NS. */
   const struct ringo_wait_policy policy = {.timeout_s = 1e30, .min_yields = 64, .sleep_ns = 1000,
-                                           .max_sleep_ns = MARK_NAP_MAX_NS, .net = RINGO_WAIT_NET_NONE};
+                                           .max_sleep_ns = MARK_NAP_MAX_NS, .net = RINGO_WAIT_NET_NONE,
+                                           .crowded = px->comm->crowded};
   struct ringo_waiter w;
   ringo_waiter_start(&w, &policy, ringo_now());
   while (atomic_load_explicit(&px->marks, memory_order_acquire) < mark) {

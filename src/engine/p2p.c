@@ -205,7 +205,7 @@ static ringoResult_t progress(ringoComm_t comm, struct task* tasks, size_t n, co
    * and the mailbox do not call MPI, which may owe a peer a send: the wait gives it turns. */
   const struct ringo_wait_policy policy = {
       .timeout_s = comm->env.timeout_s, .abort_flag = &comm->abort_flag, .min_yields = P2P_YIELDS,
-      .yield_s = comm->env.yield_us * 1e-6, .sleep_ns = P2P_NAP_NS,
+      .yield_s = comm->env.yield_us * 1e-6, .sleep_ns = P2P_NAP_NS, .crowded = comm->crowded,
       .net = ringo_comm_net_turns(comm) ? RINGO_WAIT_NET_OWN : RINGO_WAIT_NET_SHARED};
   struct ringo_waiter w;
   int reported = 0; /* phases every receive holds, told to the stream */

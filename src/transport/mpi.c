@@ -36,6 +36,7 @@ struct ringo_link {
   struct ringo_mpi_ctx* ctx;
   MPI_Comm comm, poison_comm;
   int is_recv, self_rank, peer_rank, nslots, spin, holding, tag;
+  int crowded;    /* the params' (core/wait.h) */
   int ready;      /* receiver: mpi_poll saw the current slot's receive complete (its request is gone) */
   size_t slot_bytes, held_bytes;
   uint64_t count; /* slices posted (sender) or released (receiver) */
@@ -186,6 +187,7 @@ static ringoResult_t mpi_link_new(const struct ringo_link_params* p, int is_recv
   l->peer_rank = p->peer_rank;
   l->nslots = p->nslots;
   l->spin = p->spin;
+  l->crowded = p->crowded;
   l->slot_bytes = p->slot_bytes;
   l->timeout_s = p->timeout_s;
   l->abort_flag = p->abort_flag;
@@ -358,7 +360,7 @@ static ringoResult_t wait_request(struct ringo_link* l, int idx, MPI_Status* sta
   /* MPI_Test is MPI's own turn: this wait gives no other. */
   const struct ringo_wait_policy policy = {.timeout_s = l->timeout_s, .abort_flag = l->abort_flag,
                                            .min_yields = MPI_YIELDS, .sleep_ns = MPI_NAP_NS,
-                                           .net = RINGO_WAIT_NET_NONE};
+                                           .net = RINGO_WAIT_NET_NONE, .crowded = l->crowded};
   struct ringo_waiter w;
   for (long i = 0;; i++) {
     int done = 0;

@@ -98,6 +98,7 @@ struct ringo_link {
   double next_alive;      /* shm_poll: when to ask next whether the peer still exists */
   double timeout_s;
   double yield_s;         /* how long a waiter yields before it sleeps */
+  int crowded;            /* the host's ranks outnumber its CPUs (core/wait.h) */
   int spin;
   const atomic_int* abort_flag;
   ringoResult_t (*interrupt)(void* ctx); /* the params' */
@@ -154,6 +155,7 @@ static struct ringo_link* shm_link_new(const struct ringo_link_params* p, int is
   l->timeout_s = p->timeout_s;
   l->spin = p->spin > 0 ? p->spin : 0;
   l->yield_s = p->yield_s > 0 ? p->yield_s : 0;
+  l->crowded = p->crowded;
   l->abort_flag = p->abort_flag;
   l->interrupt = p->interrupt;
   l->interrupt_ctx = p->interrupt_ctx;
@@ -442,7 +444,7 @@ static ringoResult_t corrupt(const struct ringo_link* l, uint32_t v) {
 
 static ringoResult_t wait_slow(struct ringo_link* l, atomic_uint* word, atomic_uint* my_flag) {
   const struct ringo_wait_policy policy = {
-      .timeout_s = l->timeout_s, .abort_flag = l->abort_flag, .min_yields = SHM_YIELDS, .yield_s = l->yield_s,
+      .timeout_s = l->timeout_s, .abort_flag = l->abort_flag, .min_yields = SHM_YIELDS, .yield_s = l->yield_s, .crowded = l->crowded,
       .sleep_ns = SHM_SLEEP_NS, .net_sleep_ns = SHM_NET_SLEEP_NS, .liveness_s = SHM_LIVENESS_S,
       .net = l->net_turns ? RINGO_WAIT_NET_OWN : RINGO_WAIT_NET_SHARED};
   struct ringo_waiter w;

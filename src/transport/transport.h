@@ -27,6 +27,7 @@ struct ringo_link_params {
   double timeout_s;            /* bound on any single wait */
   int spin;                    /* polls before a waiter starts yielding/sleeping (RINGO_SPIN) */
   double yield_s;              /* then how long it yields the CPU before it sleeps (RINGO_YIELD_US) */
+  int crowded;                 /* the host's ranks outnumber its CPUs (struct ringo_wait_policy) */
   const atomic_int* abort_flag; /* non-zero: give up waiting (ringoCommAbort); may be NULL */
   int self_rank, peer_rank;    /* user ranks; for error messages (and MPI addressing: see mpi.c) */
   int peer_pid;                /* the peer's process id when it shares this host, else 0 (shm: a
