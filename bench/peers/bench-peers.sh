@@ -19,7 +19,7 @@ MINB=256 MAXB=256M FACTOR=4 NS="2 4 8" PASSES=2 WARMUP=2 ITERS=""
 # mpirun, alone as every peer's harness is (Open MPI's collectives interleaved call by call, as
 # --compare mpi does, made ringo's 16-64 KiB calls 1.75x slower: docs/peers.md), and under their
 # timing rule: --barrier, an untimed yielding barrier before every call.
-CONFIGS=${PEERS_CONFIGS:-"ringo:default ringo:unbound ompi:default ompi:tuned-1 ompi:tuned-2 ompi:tuned-3 ompi:tuned-4 ompi:tuned-5
+CONFIGS=${PEERS_CONFIGS:-"ringo:default ringo:unbound ringo:pinned ompi:default ompi:tuned-1 ompi:tuned-2 ompi:tuned-3 ompi:tuned-4 ompi:tuned-5
   ompi:tuned-6 mpich:default mpich:recursive_doubling mpich:reduce_scatter_allgather impi:default impi:adjust-1
   impi:adjust-2 impi:adjust-8 impi:adjust-10 impi:adjust-11 impi:adjust-12 ccl:default ccl:ring
   ccl:rabenseifner ccl:nreduce ccl:double_tree ccl:recursive_doubling"}
@@ -150,7 +150,13 @@ run_config() {
       local it=(); [ -z "$ITERS" ] || it=(-n "$ITERS")
       # unbound: mpirun's --bind-to none, as make plot runs it (at N <= cores Open MPI pins each rank
       # to a core, and a rank that sleeps while it waits then queues behind whatever runs there).
-      local bind=(); [ "$cfg" != unbound ] || bind=(--bind-to none)
+      # pinned: each rank to one core, round robin, at any N, as Intel MPI pins by default and MPICH's
+      # -bind-to core here (Open MPI's default binds no rank once they outnumber the cores).
+      local bind=()
+      case $cfg in
+        unbound) bind=(--bind-to none) ;;
+        pinned) bind=(--bind-to core:overload-allowed --map-by core) ;;
+      esac
       timeout 900 "${OMPIRUN[@]}" "${bind[@]}" -np "$n" "$BUILD/bin/ringo-bench" -b "$MINB" -e "$MAXB" -f "$FACTOR" -w "$WARMUP" \
         "${it[@]}" -d float32 -o sum --barrier --bound -J "$log.json" >"$log" 2>&1 || rc=$?
       [ $rc -ne 0 ] || python3 - "$log.json" "$pass" "$load" "$OUT/bound.tsv" "$cfg" >>"$OUT/rows.tsv" <<'EOF' || rc=$?
