@@ -5,6 +5,7 @@
 #define RINGO_BENCH_H_
 
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,7 @@ struct opts {
   const char* alt_settings;     /* --compare ringo:VAR=VALUE,...: the second communicator's settings */
   int force_mpi;                /* --mpi: one rank per process even without mpirun's variables */
   int barrier;                  /* --barrier: an untimed barrier before every call (bench_barrier.h) */
+  int bind, bind_explicit;      /* --bind-to: BENCH_BIND_CORE (default) or _NONE, forked ranks only (bench_bind.h) */
   int ntypes, types[RINGO_NUM_TYPES], nops, ops[RINGO_NUM_OPS];
   double timeout_s;
   const char* json;
@@ -83,6 +85,7 @@ struct launch {
   int nranks, rank, mpi;
   ringoUniqueId id;             /* fork only */
   struct bench_barrier* barrier; /* fork with --barrier: the ranks' shared barrier */
+  cpu_set_t allowed;            /* fork with --bind-to core: the CPUs the parent may run on, dealt to the ranks */
 };
 
 /* One table row: its parameters and, once run, its results ([0] out-of-place, [1] in-place). */

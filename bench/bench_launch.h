@@ -11,6 +11,7 @@
 
 #include "bench.h"
 #include "bench_barrier.h"
+#include "bench_bind.h"
 #include "bench_bound.h"
 #include "bench_mpi.h"
 #include "launch_id.h"
@@ -108,6 +109,8 @@ static int launch_fork(const struct opts* o, struct launch* L, int* code) {
     fprintf(stderr, "ringo-bench: cannot map the ranks' shared barrier page: %s\n", strerror(errno));
     die(EXIT_LAUNCH);
   }
+  CPU_ZERO(&L->allowed); /* unknown: each rank says it runs unbound */
+  if (o->bind == BENCH_BIND_CORE) sched_getaffinity(0, sizeof L->allowed, &L->allowed);
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, &old); /* so sigtimedwait sees every SIGCHLD */
@@ -123,6 +126,7 @@ static int launch_fork(const struct opts* o, struct launch* L, int* code) {
       close(fds[0]);
       free(pids);
       L->rank = r;
+      if (o->bind == BENCH_BIND_CORE) bench_bind_self(&L->allowed, r);
       return 1;
     }
     if (p < 0) {

@@ -15,7 +15,24 @@ static const char* transport_env(void) {
   return t && *t ? t : "";
 }
 
-static void print_run_lines(const struct bench* b, const int64_t* pids, const unsigned char* hosts) {
+/* How the ranks were placed: forked ones by --bind-to, the others by mpirun (the rank lines give the CPUs). */
+static const char* binding_name(const struct bench* b) {
+  if (b->L->mpi) return "mpirun";
+  return b->o->bind == BENCH_BIND_CORE ? "core" : "none";
+}
+
+static void print_binding(const struct bench* b) {
+  if (b->L->mpi) printf("# Binding: as mpirun placed the ranks (its --bind-to)\n");
+  else if (b->o->bind == BENCH_BIND_CORE)
+    printf("# Binding: each forked rank to one CPU, round robin over the %d this process may run on (--bind-to core)\n",
+           CPU_COUNT(&b->L->allowed));
+  else
+    printf("# Binding: none (%s): the kernel places the forked ranks\n",
+           b->o->bind_explicit ? "--bind-to none" : "the default with --compare gloo");
+}
+
+static void print_run_lines(const struct bench* b, const int64_t* pids, const unsigned char* hosts,
+                            const int64_t* cpus) {
   const struct opts* o = b->o;
   int version = 0;
   ringoGetVersion(&version);
@@ -27,6 +44,7 @@ static void print_run_lines(const struct bench* b, const int64_t* pids, const un
          o->stepfactor ? (size_t)o->stepfactor : o->stepbytes, o->stepfactor ? "factor" : "bytes",
          o->warmup, o->iters, o->iters_explicit ? "" : " (fewer for slow rows)", o->check);
   if (b->o->barrier) printf("# Timing: an untimed barrier before every call (--barrier), waiters yield the CPU\n");
+  print_binding(b);
   if (*transport_env()) printf("# Links: RINGO_TRANSPORT=%s\n", transport_env());
   const char* algo = getenv("RINGO_ALGO") && *getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "auto";
   if (strcmp(algo, "auto") == 0)
@@ -42,24 +60,32 @@ static void print_run_lines(const struct bench* b, const int64_t* pids, const un
            o->bw_copy, o->bw_add);
   if (o->compare) print_cmp_notes(b);
   printf("#\n# Using ranks (host memory)\n");
-  for (int r = 0; r < b->nranks; r++)
-    printf("#  Rank %2d Pid %7lld on %s\n", r, (long long)pids[r], (const char*)hosts + (size_t)r * HOST_BYTES);
+  for (int r = 0; r < b->nranks; r++) {
+    printf("#  Rank %2d Pid %7lld on %s", r, (long long)pids[r], (const char*)hosts + (size_t)r * HOST_BYTES);
+    if (cpus[r] > 0) printf(", bound to CPU %lld\n", (long long)cpus[r] - 1);
+    else if (cpus[r] < 0) printf(", may run on %lld CPUs\n", -(long long)cpus[r]);
+    else printf("\n");
+  }
   printf("#\n");
 }
 
-/* Rank 0 learns every rank's pid and host (each rank fills its own slot; max/sum leave them). */
+/* Rank 0 learns every rank's pid, host and CPUs (each rank fills its own slot; max/sum leave them). */
 static void print_run_header(const struct bench* b, char* host0) {
   int n = b->nranks;
   int64_t* pids = calloc((size_t)n, sizeof *pids);
+  int64_t* cpus = calloc((size_t)n, sizeof *cpus);
   unsigned char* hosts = calloc((size_t)n, HOST_BYTES);
-  if (!pids || !hosts) die(EXIT_USAGE);
+  if (!pids || !cpus || !hosts) die(EXIT_USAGE);
   pids[b->rank] = getpid();
+  cpus[b->rank] = bench_bind_own_cpus();
   gethostname((char*)hosts + (size_t)b->rank * HOST_BYTES, HOST_BYTES - 1);
   coord_allreduce(b, pids, (size_t)n, ringoInt64, ringoSum);
+  coord_allreduce(b, cpus, (size_t)n, ringoInt64, ringoSum);
   coord_allreduce(b, hosts, (size_t)n * HOST_BYTES, ringoUint8, ringoMax);
   memcpy(host0, hosts, HOST_BYTES);
-  if (b->rank == 0) print_run_lines(b, pids, hosts);
+  if (b->rank == 0) print_run_lines(b, pids, hosts, cpus);
   free(pids);
+  free(cpus);
   free(hosts);
 }
 
@@ -229,9 +255,9 @@ static FILE* json_open(const struct bench* b, const char* host) {
   json_string(f, host);
   fprintf(f, ", \"date\": \"%s\", \"ringo_version\": %d, \"launch\": \"%s\", \"nranks\": %d, "
              "\"collective\": \"%s\", \"iters\": %d, \"warmup_iters\": %d, \"check\": %d, \"barrier\": %d, "
-             "\"transport\": ",
+             "\"bind\": \"%s\", \"transport\": ",
           date, version, b->L->kind, b->nranks, coll_names[b->o->coll], b->o->iters, b->o->warmup,
-          b->o->check, b->o->barrier);
+          b->o->check, b->o->barrier, binding_name(b));
   json_string(f, transport_env());
   fprintf(f, ", \"algo\": ");
   json_string(f, getenv("RINGO_ALGO") && *getenv("RINGO_ALGO") ? getenv("RINGO_ALGO") : "auto");

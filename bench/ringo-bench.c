@@ -33,6 +33,11 @@ static void usage(FILE* f) {
           "                        (sendrecv: each rank sends to the next and receives from the\n"
           "                        previous, as nccl-tests' sendrecv_perf; in-place is not checked)\n"
           "  -N, --nranks N        local ranks to fork (default 4; under mpirun, -np decides)\n"
+          "      --bind-to B       core (default): bind forked rank r to one CPU, the (r mod C)-th\n"
+          "                        of the C this process may run on, as mpirun and Intel MPI bind;\n"
+          "                        none (the default with --compare gloo, whose transport thread\n"
+          "                        needs a CPU of its own): leave placement to the kernel. Under\n"
+          "                        mpirun, mpirun's own --bind-to decides\n"
           "  -J, --output_file F   also write the results as JSON to F\n"
           "      --bound           measure memory bandwidth and add a %%bound column\n"
           "      --barrier         an untimed barrier before every timed call, whose waiters\n"
@@ -127,6 +132,10 @@ static void apply_opt(struct opts* o, int c, const char* arg) {
               o->coll = colls[0]; break;
     case 'B': o->bound = 1; break;
     case 'Q': o->barrier = 1; break;
+    case 'G': if (strcmp(arg, "core") && strcmp(arg, "none")) bad_arg("--bind-to (core or none)", arg);
+              o->bind = strcmp(arg, "core") ? BENCH_BIND_NONE : BENCH_BIND_CORE;
+              o->bind_explicit = 1;
+              break;
     case 'T': o->timeout_s = parse_timeout(arg); break;
     case 'M': if (!strncmp(arg, "ringo:", 6)) {
                 if (!alt_settings_valid(arg + 6)) bad_arg("--compare ringo: settings (RINGO_VAR=VALUE,...)", arg);
@@ -153,10 +162,10 @@ static void parse_args(struct opts* o, int argc, char** argv) {
       {"check", 1, 0, 'c'}, {"op", 1, 0, 'o'}, {"datatype", 1, 0, 'd'}, {"root", 1, 0, 'r'},
       {"output_file", 1, 0, 'J'}, {"nranks", 1, 0, 'N'}, {"collective", 1, 0, 'C'},
       {"bound", 0, 0, 'B'}, {"timeout", 1, 0, 'T'}, {"compare", 1, 0, 'M'}, {"mpi", 0, 0, 'P'},
-      {"algo", 1, 0, 'A'}, {"barrier", 0, 0, 'Q'},
+      {"algo", 1, 0, 'A'}, {"barrier", 0, 0, 'Q'}, {"bind-to", 1, 0, 'G'},
       {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
   *o = (struct opts){.minbytes = 32u << 20, .maxbytes = 32u << 20, .stepfactor = 2, .iters = 20,
-                     .warmup = 5, .check = 1, .nranks = 4, .timeout_s = 600};
+                     .warmup = 5, .check = 1, .nranks = 4, .timeout_s = 600, .bind = BENCH_BIND_CORE};
   apply_opt(o, 'd', "float32");
   apply_opt(o, 'o', "sum");
   join_command(o, argc, argv);
@@ -172,6 +181,9 @@ static void parse_args(struct opts* o, int argc, char** argv) {
   /* Under mpirun the rank count is known only after launch, where launch_mpi() checks the root. */
   if (o->root >= o->nranks && !o->force_mpi && !under_mpirun()) bad_arg("root (must be below -N)", "-r");
   if (!coll_has_op(o->coll)) o->nops = 1; /* one "none" op */
+  /* Gloo's TCP pairs run an I/O thread beside the rank's: bound to one CPU with it, Gloo took 10-20x
+   * as long at 4-64 KiB (N = 2), a comparison of the binding rather than of the libraries. */
+  if (!o->bind_explicit && o->compare == CMP_GLOO) o->bind = BENCH_BIND_NONE;
 }
 
 /* ---------------------------------------------------------------- data and check */
@@ -550,6 +562,8 @@ int main(int argc, char** argv) {
 #endif
   if (o.force_mpi || under_mpirun()) {
 #ifdef RINGO_HAVE_MPI
+    if (o.bind_explicit)
+      fprintf(stderr, "ringo-bench: --bind-to binds forked ranks; under mpirun, mpirun's own --bind-to places them\n");
     launch_mpi(&o, &L, &argc, &argv);
     return launch_mpi_end(run_rank(&o, &L));
 #else

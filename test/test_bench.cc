@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../bench/bench_barrier.h"
+#include "../bench/bench_bind.h"
 #include "tool_run.h"
 
 namespace {
@@ -111,6 +112,8 @@ TEST_P(BenchGloo, RunsBesideRingoAndIsChecked) {
   ASSERT_EQ(0, r.status) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("# Compared with: Gloo ")) << r.out;
   EXPECT_NE(std::string::npos, r.out.find("# Gloo out of bounds   : 0 OK")) << r.out;
+  // Gloo's transport thread needs a CPU beside the rank's: unbound unless --bind-to says otherwise.
+  EXPECT_NE(std::string::npos, r.out.find("# Binding: none (the default with --compare gloo)")) << r.out;
   if (all_types) {
     EXPECT_NE(std::string::npos, r.out.find("# Note: bfloat16 rows show '-' in the Gloo columns: Gloo has no bfloat16"))
         << r.out;
@@ -227,6 +230,78 @@ TEST(Bench, BarrierBeforeEveryCallRunsAndSaysSo) {
   EXPECT_EQ(std::string::npos, plain.out.find("# Timing: an untimed barrier")) << "back to back unless asked";
 }
 
+// bench_bind.h: rank r gets the (r mod C)-th of the C allowed CPUs, whichever CPUs they are.
+TEST(Bench, BindDealsRanksRoundRobinOverTheAllowedCpus) {
+  cpu_set_t two, three, none;
+  CPU_ZERO(&two);
+  CPU_SET(0, &two);
+  CPU_SET(1, &two);
+  CPU_ZERO(&three);
+  for (int c : {2, 5, 700}) CPU_SET(c, &three);
+  CPU_ZERO(&none);
+  const int want_two[] = {0, 1, 0, 1, 0}, want_three[] = {2, 5, 700, 2, 5};
+  for (int r = 0; r < 5; r++) {
+    EXPECT_EQ(want_two[r], bench_bind_cpu(&two, r)) << "rank " << r;
+    EXPECT_EQ(want_three[r], bench_bind_cpu(&three, r)) << "rank " << r;
+    EXPECT_EQ(-1, bench_bind_cpu(&none, r)) << "rank " << r << ": no CPU to give";
+  }
+  EXPECT_EQ(-1, bench_bind_cpu(&two, -1));
+}
+
+// The CPUs this test may run on, at most two of them (so a 1-CPU runner still runs the test).
+static cpu_set_t FirstAllowedCpus() {
+  cpu_set_t all, some;
+  CPU_ZERO(&all);
+  CPU_ZERO(&some);
+  if (sched_getaffinity(0, sizeof all, &all) != 0) return some;
+  for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
+    if (CPU_ISSET(c, &all)) CPU_SET(c, &some), k++;
+  return some;
+}
+
+// Forked ranks are each bound to one CPU, dealt round robin over the CPUs ringo-bench may run on (two
+// here, the test's own set narrowed for the run), and the rank lines say where each one runs, read
+// from the rank's own affinity; --bind-to none leaves every rank free on both. The JSON says which.
+TEST(Bench, ForkedRanksAreBoundOnePerCpuUnlessToldNot) {
+  cpu_set_t before;
+  ASSERT_EQ(0, sched_getaffinity(0, sizeof before, &before));
+  const cpu_set_t narrowed = FirstAllowedCpus();
+  ASSERT_GT(CPU_COUNT(&narrowed), 0);
+  ASSERT_EQ(0, sched_setaffinity(0, sizeof narrowed, &narrowed));
+  const std::string json = testing::TempDir() + "ringo_bench_bind_" + std::to_string(getpid()) + ".json";
+  const ToolRun bound = RunBench("-N 3 -b 1K -e 1K -n 2 -w 1 -J " + json);
+  const ToolRun unbound = RunBench("-N 3 -b 1K -e 1K -n 2 -w 1 --bind-to none");
+  ASSERT_EQ(0, sched_setaffinity(0, sizeof before, &before));
+  ASSERT_EQ(0, bound.status) << bound.out;
+  EXPECT_NE(std::string::npos, bound.out.find("# Binding: each forked rank to one CPU, round robin over the " +
+                                              std::to_string(CPU_COUNT(&narrowed))))
+      << bound.out;
+  EXPECT_EQ(std::string::npos, bound.out.find("runs unbound")) << bound.out;
+  for (int r = 0; r < 3; r++) {
+    char rank[32];
+    snprintf(rank, sizeof rank, "#  Rank %2d Pid", r);
+    const size_t at = bound.out.find(rank);
+    ASSERT_NE(std::string::npos, at) << bound.out;
+    const std::string line = bound.out.substr(at, bound.out.find('\n', at) - at);
+    EXPECT_NE(std::string::npos, line.find(", bound to CPU " + std::to_string(bench_bind_cpu(&narrowed, r))))
+        << line;
+  }
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(std::string::npos, text.str().find("\"bind\": \"core\"")) << text.str();
+  unlink(json.c_str());
+  ASSERT_EQ(0, unbound.status) << unbound.out;
+  EXPECT_NE(std::string::npos, unbound.out.find("# Binding: none (--bind-to none)")) << unbound.out;
+  if (CPU_COUNT(&narrowed) == 2) {
+    size_t lines = 0;
+    for (size_t at = unbound.out.find(", may run on 2 CPUs"); at != std::string::npos;
+         at = unbound.out.find(", may run on 2 CPUs", at + 1))
+      lines++;
+    EXPECT_EQ(3u, lines) << unbound.out;
+  }
+}
+
 // bench_barrier.h: over many rounds no rank leaves a round before every rank has arrived at it.
 TEST(Bench, SharedBarrierLetsNoRankLeaveEarly) {
   struct Shared {
@@ -265,7 +340,8 @@ TEST(Bench, SharedBarrierLetsNoRankLeaveEarly) {
 TEST(Bench, BadFlagsAreRefusedWithTheUsageCode) {
   for (const char* args : {"-C allreduce_typo", "-d float128", "-b 2M -e 1M", "-N 0", "--compare nccl",
                            "--compare ringo:", "--compare ringo:ALGO=ring", "--compare ringo:RINGO_ALGO",
-                           "--compare ringo:RINGO_=1", "--compare ringo:RINGO_ALGO=ring,NOT_OURS=1"}) {
+                           "--compare ringo:RINGO_=1", "--compare ringo:RINGO_ALGO=ring,NOT_OURS=1",
+                           "--bind-to socket", "--bind-to"}) {
     const ToolRun r = RunBench(args);
     EXPECT_EQ(2, r.status) << args << ":\n" << r.out;
     EXPECT_FALSE(r.out.empty()) << args << ": refused without a word";
