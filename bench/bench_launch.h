@@ -99,7 +99,7 @@ static int share_id(pid_t* pids, int n, int wfd) {
  * with *code the run's exit code. The ranks are forked first, while this process has one thread
  * (launch_id.h says why); then the parent starts the rendezvous root, keeps it alive and sends
  * the ranks its id. */
-static int launch_fork(const struct opts* o, struct launch* L, int* code) {
+static int launch_fork(struct opts* o, struct launch* L, int* code) {
   sigset_t chld, old;
   int fds[2];
   pid_t* pids = calloc((size_t)o->nranks, sizeof *pids);
@@ -109,8 +109,12 @@ static int launch_fork(const struct opts* o, struct launch* L, int* code) {
     fprintf(stderr, "ringo-bench: cannot map the ranks' shared barrier page: %s\n", strerror(errno));
     die(EXIT_LAUNCH);
   }
-  CPU_ZERO(&L->allowed); /* unknown: each rank says it runs unbound */
-  if (o->bind == BENCH_BIND_CORE) sched_getaffinity(0, sizeof L->allowed, &L->allowed);
+  CPU_ZERO(&L->allowed);
+  if (o->bind == BENCH_BIND_CORE && sched_getaffinity(0, sizeof L->allowed, &L->allowed) != 0) {
+    fprintf(stderr, "ringo-bench: the forked ranks run unbound: this process's CPUs are not known (%s)\n",
+            strerror(errno));
+    o->bind = BENCH_BIND_NONE;
+  }
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, &old); /* so sigtimedwait sees every SIGCHLD */

@@ -28,7 +28,8 @@ static void print_binding(const struct bench* b) {
            CPU_COUNT(&b->L->allowed));
   else
     printf("# Binding: none (%s): the kernel places the forked ranks\n",
-           b->o->bind_explicit ? "--bind-to none" : "the default with --compare gloo");
+           b->o->bind_explicit ? "--bind-to none"
+           : b->o->compare == CMP_GLOO ? "the default with --compare gloo" : "this process's CPUs are not known");
 }
 
 static void print_run_lines(const struct bench* b, const int64_t* pids, const unsigned char* hosts,

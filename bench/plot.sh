@@ -45,6 +45,8 @@ if command -v mpirun >/dev/null 2>&1 && ldd "$BIN" 2>/dev/null | grep -q libmpi;
 fi
 
 # ---------------------------------------------------------------- the runs
+# Forked ranks run unbound too (--bind-to none), as mpirun's above and Gloo's below: one placement
+# for every curve of the picture.
 for np in $NPS; do
   json=$OUT/busbw_np$np.json
   if [ -n "$MPIRUN" ]; then
@@ -52,12 +54,12 @@ for np in $NPS; do
     $MPIRUN -np "$np" "$BIN" -b 1K -e "$MAXBYTES" -f 4 --compare mpi --bound --algo ring -J "$json" >"$OUT/busbw_np$np.txt"
   else
     say "busbw, $np forked ranks (no mpirun: no Open MPI curve) -> $json"
-    "$BIN" -N "$np" -b 1K -e "$MAXBYTES" -f 4 --bound --algo ring -J "$json" >"$OUT/busbw_np$np.txt"
+    "$BIN" -N "$np" -b 1K -e "$MAXBYTES" -f 4 --bound --algo ring --bind-to none -J "$json" >"$OUT/busbw_np$np.txt"
   fi
   # size, ringo busbw, Open MPI busbw, the bound's busbw (busbw / fraction of the bound reached).
   naive=$OUT/busbw_naive_np$np.json
   say "busbw, $np forked ranks, --algo naive -> $naive"
-  "$BIN" -N "$np" -b 1K -e "$MAXBYTES" -f 4 --algo naive -J "$naive" >"$OUT/busbw_naive_np$np.txt"
+  "$BIN" -N "$np" -b 1K -e "$MAXBYTES" -f 4 --algo naive --bind-to none -J "$naive" >"$OUT/busbw_naive_np$np.txt"
   # Gloo beside ringo in forked ranks (its own run: a bench compares one library at a time); no
   # curve when the bench was built without Gloo.
   gloo=$OUT/busbw_gloo_np$np.json

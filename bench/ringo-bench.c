@@ -34,7 +34,8 @@ static void usage(FILE* f) {
           "                        previous, as nccl-tests' sendrecv_perf; in-place is not checked)\n"
           "  -N, --nranks N        local ranks to fork (default 4; under mpirun, -np decides)\n"
           "      --bind-to B       core (default): bind forked rank r to one CPU, the (r mod C)-th\n"
-          "                        of the C this process may run on, as mpirun and Intel MPI bind;\n"
+          "                        of the C this process may run on, as Intel MPI pins (and Open\n"
+          "                        MPI's mpirun while ranks <= cores);\n"
           "                        none (the default with --compare gloo, whose transport thread\n"
           "                        needs a CPU of its own): leave placement to the kernel. Under\n"
           "                        mpirun, mpirun's own --bind-to decides\n"
@@ -562,9 +563,9 @@ int main(int argc, char** argv) {
 #endif
   if (o.force_mpi || under_mpirun()) {
 #ifdef RINGO_HAVE_MPI
-    if (o.bind_explicit)
-      fprintf(stderr, "ringo-bench: --bind-to binds forked ranks; under mpirun, mpirun's own --bind-to places them\n");
     launch_mpi(&o, &L, &argc, &argv);
+    if (o.bind_explicit && L.rank == 0)
+      fprintf(stderr, "ringo-bench: --bind-to binds forked ranks; under mpirun, mpirun's own --bind-to places them\n");
     return launch_mpi_end(run_rank(&o, &L));
 #else
     fprintf(stderr, "ringo-bench: started under mpirun (or with --mpi), but built without MPI (no mpicc at "
