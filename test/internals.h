@@ -1,6 +1,6 @@
 // internals.h — questions the C++ suites ask of the library's internals, answered in C by
 // internals.c (the communicator's header uses C11 atomics, which C++ cannot include).
-// Used by test_twophase.cc, test_spin.cc and test_board_rotate.cc; linked into every suite with the
+// Used by test_twophase.cc, test_spin.cc, test_board_rotate.cc and test_ring_order.cc; linked into every suite with the
 // other support objects.
 #ifndef RINGO_TEST_INTERNALS_H_
 #define RINGO_TEST_INTERNALS_H_
@@ -32,6 +32,11 @@ int ringo_test_crowded(ringoComm_t comm);
 /* comm.c's ringo_comm_cpus_fit over n ranks, rank i allowed the CPUs listed in cpus[i] (-1 ends each
  * list, at most 8 CPUs below 1024 per rank). */
 int ringo_test_cpus_fit(const int (*cpus)[9], int n);
+/* comm.c's ringo_comm_order_ring over n ranks (at most 16): rank i on host hosts[i], allowed the CPUs
+ * listed in cpus[i] (-1 ends each list, as above), its RINGO_RING_ORDER cpu where by_cpu[i]. */
+void ringo_test_order_ring(const char* const* hosts, const int (*cpus)[9], const int* by_cpu, int n, int* ring);
+/* This rank's position in comm's ring. */
+int ringo_test_ring_pos(ringoComm_t comm);
 /* The span of each board slot that comm's ops rotate through (comm/board.c; 0: none, or no board). */
 size_t ringo_test_board_span(ringoComm_t comm);
 /* Where this rank's data of comm's latest board op began in its slot (0 without a board op). */

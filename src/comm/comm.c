@@ -30,19 +30,43 @@ const char* ringo_comm_last_error(ringoComm_t comm) {
   return comm->last_error[atomic_load_explicit(&comm->last_slot, memory_order_acquire)];
 }
 
-/* Ranks of one host sit next to each other (hosts in order of their lowest rank, ranks in order
- * within a host), so only two links per host leave it. On one host this is the identity. */
-static void order_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
-  int p = 0;
-  for (int r = 0; r < comm->nranks; r++) {
+/* The lowest CPU a rank may run on; a rank whose CPUs are unknown (none set) sorts first, as CPU -1. */
+static int lowest_cpu(const struct ringo_rank_info* info) {
+  for (int w = 0; w < RINGO_CPU_WORDS; w++)
+    if (info->cpus[w]) return w * 64 + __builtin_ctzll(info->cpus[w]);
+  return -1;
+}
+
+/* Ranks of one host sit next to each other (hosts in order of their lowest rank), so only two links
+ * per host leave it; within a host, ranks sharing a CPU sit next to each other for the same reason:
+ * a hand-off within one core stays in its caches, one between cores moves every line of the slice
+ * (docs/performance.md, "The ring's order"). Insertion sort, stable: a host has few ranks. */
+void ringo_comm_order_ring(const struct ringo_rank_info* info, int n, int* ring) {
+  int by_cpu = 1, p = 0;
+  for (int r = 0; r < n; r++) by_cpu &= info[r].ring_by_cpu == 1;
+  for (int r = 0; r < n; r++) {
     int first = 1; /* is r the lowest rank on its host? */
     for (int q = 0; q < r && first; q++) first = strcmp(info[q].host, info[r].host) != 0;
     if (!first) continue;
-    for (int q = r; q < comm->nranks; q++)
-      if (strcmp(info[q].host, info[r].host) == 0) comm->ring[p++] = q;
+    const int start = p;
+    for (int q = r; q < n; q++) {
+      if (strcmp(info[q].host, info[r].host) != 0) continue;
+      int at = p++;
+      for (; by_cpu && at > start && lowest_cpu(&info[ring[at - 1]]) > lowest_cpu(&info[q]); at--) ring[at] = ring[at - 1];
+      ring[at] = q;
+    }
   }
-  for (p = 0; p < comm->nranks; p++) comm->pos_of[comm->ring[p]] = p;
+}
+
+static void order_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
+  ringo_comm_order_ring(info, comm->nranks, comm->ring);
+  for (int p = 0; p < comm->nranks; p++) comm->pos_of[comm->ring[p]] = p;
   comm->pos = comm->pos_of[comm->rank];
+  int asked = 0;
+  for (int r = 0; r < comm->nranks; r++) asked += info[r].ring_by_cpu == 1;
+  if (asked != 0 && asked != comm->nranks && comm->rank == 0)
+    RINGO_WARN("RINGO_RING_ORDER is cpu on %d of the %d ranks and rank elsewhere: the ring goes by rank", asked,
+               comm->nranks);
 }
 
 /* 1 when the ranks of comm's rank infos are on more than one host. */
@@ -115,9 +139,12 @@ static void log_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
   if (!ringo_log_enabled(RINGO_LEVEL_INFO, RINGO_LOG_INIT) || comm->rank != 0) return;
   char line[1024];
   size_t used = 0;
-  for (int p = 0; p < comm->nranks && used < sizeof line - 64; p++)
-    used += (size_t)snprintf(line + used, sizeof line - used, "%s%d(%s)", p ? " -> " : "", comm->ring[p],
-                             info[comm->ring[p]].host);
+  for (int p = 0; p < comm->nranks && used < sizeof line - 64; p++) {
+    const struct ringo_rank_info* at = &info[comm->ring[p]];
+    char cpu[24] = ""; /* where the rank is bound to one CPU, which (the order's reason) */
+    if (cpu_count(at->cpus) == 1) snprintf(cpu, sizeof cpu, ", CPU %d", lowest_cpu(at));
+    used += (size_t)snprintf(line + used, sizeof line - used, "%s%d(%s%s)", p ? " -> " : "", comm->ring[p], at->host, cpu);
+  }
   RINGO_INFO(RINGO_LOG_INIT, "ring of %d: %s -> back to %d; %zu-byte slots x %d", comm->nranks, line,
              comm->ring[0], comm->slot_bytes, comm->env.nslots);
 }
@@ -473,7 +500,8 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
   const int32_t algo = comm->algo;
   struct ringo_rank_info mine = {.pid = (int32_t)getpid(), .rank = comm->rank, .oneshot_bytes = oneshot_allowed(comm),
                                  .twophase_bytes = twophase_allowed(comm), .twophase_round_bytes = twophase_round_allowed(comm),
-                                 .slice_bytes = comm->env.slice_bytes, .algo = algo};
+                                 .slice_bytes = comm->env.slice_bytes, .algo = algo,
+                                 .ring_by_cpu = comm->ring_by_cpu};
   snprintf(mine.host, sizeof mine.host, "%s", comm->env.hostname);
   own_cpus(mine.cpus);
   comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);
@@ -511,6 +539,7 @@ ringoComm_t ringo_comm_alloc(int nranks, int rank) {
                : strcmp(comm->env.algo, "ring") == 0  ? RINGO_ALGO_RING
                : strcmp(comm->env.algo, "naive") == 0 ? RINGO_ALGO_NAIVE
                                                       : -1;
+  comm->ring_by_cpu = strcmp(comm->env.ring_order, "cpu") == 0 ? 1 : strcmp(comm->env.ring_order, "rank") == 0 ? 0 : -1;
   return comm;
 }
 

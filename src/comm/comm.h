@@ -30,7 +30,7 @@ struct ringo_rank_info {
   uint64_t oneshot_bytes; /* the largest one-shot input it allows (RINGO_ONESHOT_BYTES; 0: none) */
   uint64_t slice_bytes;   /* its RINGO_SLICE_BYTES, 0 when unset */
   int32_t algo;           /* its RINGO_ALGO: RINGO_ALGO_AUTO, _RING or _NAIVE (the ranks must agree on the links) */
-  int32_t unused;
+  int32_t ring_by_cpu;   /* its RINGO_RING_ORDER: 1 cpu, 0 rank (the ring goes by CPU only where all say cpu) */
   uint64_t twophase_bytes; /* the largest two-phase all-reduce input it allows (RINGO_TWOPHASE_BYTES; 0: none) */
   uint64_t twophase_round_bytes; /* the most one round of it posts (RINGO_TWOPHASE_ROUND_BYTES) */
   uint64_t cpus[RINGO_CPU_WORDS]; /* the CPUs it may run on at setup (sched_getaffinity), one bit each */
@@ -67,6 +67,7 @@ struct ringoComm {
   /* RINGO_ALGO=naive only: links between rank 0 and every other rank, indexed by peer rank. */
   struct ringo_conn *star_to, *star_from;
   int algo;                     /* RINGO_ALGO parsed once (ringo_comm_alloc): RINGO_ALGO_*, or -1 unknown */
+  int ring_by_cpu;              /* RINGO_RING_ORDER parsed once: 1 cpu, 0 rank, -1 unknown */
   /* The gather path (collectives.c) of a communicator that leaves the host: in round k this rank
    * sends to ring position pos - 2^k and receives from pos + 2^k; gather_bytes is the largest input
    * per rank it takes (0: none), gather_buf holds every rank's input, by ring position. */
@@ -154,6 +155,12 @@ uint64_t ringo_comm_twophase_round_default(int nranks);
  * rank's CPUs are, or memory ran out). Greedy, ranks with the fewest CPUs first: it may say 0 where
  * an assignment exists, never 1 where none does. */
 int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n);
+/* The ring order of n ranks from their infos, into ring[0..n-1]: hosts in the order of their lowest
+ * rank, a host's ranks next to each other; within a host, when every rank asked for RINGO_RING_ORDER=cpu,
+ * ranks in the order of the lowest CPU each may run on (ties by rank), else by rank. So ranks bound to
+ * one CPU are neighbours and only two links leave it, as two links leave a host; unbound ranks (one
+ * CPU set) keep rank order. */
+void ringo_comm_order_ring(const struct ringo_rank_info* info, int n, int* ring);
 /* RINGO_DEBUG=INFO's lines on the ring order, once init is through. */
 void ringo_comm_log_ring(const ringoComm_t comm);
 /* Puts comm in error for good, keeping the first failure's code and message (no poison). */

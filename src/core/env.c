@@ -103,6 +103,8 @@ void ringo_env_read(struct ringo_env* env) {
   env_string("RINGO_TRACE", env->trace_path, sizeof env->trace_path);
   env_string("RINGO_ALGO", env->algo, sizeof env->algo);
   if (!env->algo[0]) snprintf(env->algo, sizeof env->algo, "auto");
+  env_string("RINGO_RING_ORDER", env->ring_order, sizeof env->ring_order);
+  if (!env->ring_order[0]) snprintf(env->ring_order, sizeof env->ring_order, "cpu");
   /* Unset: 4 KiB per peer (comm.c), where the one-shot and the ring cross (docs/performance.md). */
   env->oneshot_bytes = env_bytes("RINGO_ONESHOT_BYTES", RINGO_ONESHOT_PER_PEER, 0, 1 << 20);
   env->twophase_bytes = env_bytes("RINGO_TWOPHASE_BYTES", RINGO_TWOPHASE_DEFAULT, 0, 64 << 20);
@@ -119,8 +121,8 @@ void ringo_env_read(struct ringo_env* env) {
   RINGO_INFO(RINGO_LOG_ENV,
              "env: RINGO_TIMEOUT=%g RINGO_SLICE_BYTES=%s RINGO_NSLOTS=%d RINGO_SPIN=%d RINGO_YIELD_US=%g RINGO_CUDA=%d RINGO_CUDA_CHANNELS=%d "
              "RINGO_CUDA_SLICE_BYTES=%zu RINGO_CUDA_MIN_SLICE_BYTES=%zu RINGO_CUDA_WINDOW=%d RINGO_CUDA_FENCE=%d RINGO_CUDA_GPU_SCOPE=%d RINGO_STAGED_PHASES=%d RINGO_STAGED_PIECE_BYTES=%zu "
-             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s RINGO_ONESHOT_BYTES=%s RINGO_TWOPHASE_BYTES=%s RINGO_TWOPHASE_ROUND_BYTES=%s RINGO_BOARD_ROTATE=%s",
+             "RINGO_HOSTNAME=%s RINGO_SOCKET_IFNAME=%s RINGO_COMM_ID=%s RINGO_TRANSPORT=%s RINGO_TRACE=%s RINGO_ALGO=%s RINGO_RING_ORDER=%s RINGO_ONESHOT_BYTES=%s RINGO_TWOPHASE_BYTES=%s RINGO_TWOPHASE_ROUND_BYTES=%s RINGO_BOARD_ROTATE=%s",
              env->timeout_s, slice_text, env->nslots, env->spin, env->yield_us, env->cuda_enable, env->cuda_channels, env->cuda_slice_bytes,
              env->cuda_min_slice_bytes, env->cuda_window, env->cuda_fence, env->cuda_gpu_scope, env->staged_phases, env->staged_piece_bytes, env->hostname,
-             env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo, oneshot_text, twophase_text, round_text, rotate_text);
+             env->socket_ifname, env->comm_id, env->transport, env->trace_path, env->algo, env->ring_order, oneshot_text, twophase_text, round_text, rotate_text);
 }
