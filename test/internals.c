@@ -46,7 +46,8 @@ void ringo_test_order_ring(const char* const* hosts, const int (*cpus)[9], const
     info[r].ring_by_cpu = by_cpu[r];
     cpu_mask(cpus[r], info[r].cpus);
   }
-  ringo_comm_order_ring(info, n, ring);
+  uint64_t masks[16][RINGO_CPU_WORDS];
+  ringo_comm_order_ring(info, n, ring, masks);
 }
 
 int ringo_test_ring_pos(ringoComm_t comm) { return comm->pos; }

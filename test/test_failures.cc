@@ -67,7 +67,8 @@ struct RankInfoShim {
   char host[256];
   int32_t pid, rank;
   uint64_t oneshot_bytes, slice_bytes;
-  int32_t algo, unused;  // RINGO_ALGO: 0 auto, 1 ring, 2 naive
+  int32_t algo;         // RINGO_ALGO: 0 auto, 1 ring, 2 naive, -1 a value the rank did not know
+  int32_t ring_by_cpu;  // RINGO_RING_ORDER: 1 cpu, 0 rank, -1 a value the rank did not know
   uint64_t twophase_bytes, twophase_round_bytes;
   uint64_t cpus[16];  // RINGO_CPU_WORDS: the CPUs it may run on
 };
@@ -102,11 +103,13 @@ TEST(Failures, ForgedSliceSizeFromAPeerIsRefused) {
 }
 
 // The ranks agree on RINGO_ALGO through their infos (it decides which links they make): a code
-// that is none of auto, ring and naive is refused; naive on one rank only is refused by every rank.
+// that is none of auto, ring and naive is refused, -1 (a value that rank did not know) by name;
+// naive on one rank only is refused by every rank.
 TEST(Failures, ForgedOrUnevenAlgoFromAPeerIsRefused) {
-  const std::pair<int32_t, const char*> cases[] = {{7, "rank 1 reports RINGO_ALGO code 7"},
-                                                   {-1, "rank 1 reports RINGO_ALGO code -1"},
-                                                   {2, "RINGO_ALGO=naive is set on 1 of the 2 ranks"}};
+  const std::pair<int32_t, const char*> cases[] = {
+      {7, "rank 1 reports RINGO_ALGO code 7"},
+      {-1, "rank 1 has RINGO_ALGO set to a value other than auto, ring or naive"},
+      {2, "RINGO_ALGO=naive is set on 1 of the 2 ranks"}};
   for (const auto& [code, says] : cases) {
     ForgedInfo forged{offsetof(RankInfoShim, algo), 4, static_cast<uint32_t>(code)};
     const RendezvousShim rv = {&forged, ForgedInfo::Allgather, ForgedInfo::Barrier};
@@ -115,6 +118,28 @@ TEST(Failures, ForgedOrUnevenAlgoFromAPeerIsRefused) {
     ASSERT_EQ(forged.info_bytes, sizeof(RankInfoShim)) << "struct ringo_rank_info changed: update RankInfoShim";
     EXPECT_NE(std::string(ringoGetLastError(nullptr)).find(says), std::string::npos)
         << code << ": " << ringoGetLastError(nullptr);
+    EXPECT_EQ(comm, nullptr);
+  }
+}
+
+// A peer's RINGO_RING_ORDER decides the ring every rank must make alike: anything but 0 (rank) or 1
+// (cpu) is refused by name; 0 beside this rank's cpu gives rank order on both (with a warning).
+TEST(Failures, ForgedOrUnevenRingOrderFromAPeer) {
+  for (const int32_t code : {5, -1, 0}) {
+    ForgedInfo forged{offsetof(RankInfoShim, ring_by_cpu), 4, static_cast<uint32_t>(code)};
+    const RendezvousShim rv = {&forged, ForgedInfo::Allgather, ForgedInfo::Barrier};
+    ringoComm_t comm = nullptr;
+    const ringoResult_t res = ringo_lifecycle_create(&comm, 2, 0, &rv, nullptr, nullptr);
+    ASSERT_EQ(forged.info_bytes, sizeof(RankInfoShim)) << "struct ringo_rank_info changed: update RankInfoShim";
+    if (code == 0) {
+      ASSERT_EQ(res, ringoSuccess) << ringoGetLastError(nullptr);
+      EXPECT_EQ(0, ringo_test_ring_pos(comm));
+      EXPECT_EQ(ringoSuccess, ringoCommAbort(comm));
+      continue;
+    }
+    EXPECT_EQ(res, ringoInvalidArgument) << code;
+    EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("rank 1 has RINGO_RING_ORDER set to a value other than cpu or rank"),
+              std::string::npos) << code << ": " << ringoGetLastError(nullptr);
     EXPECT_EQ(comm, nullptr);
   }
 }

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "harness.h"
@@ -59,6 +61,22 @@ TEST(Naive, ResultsMatchTheRingsAndRankZeroCarriesEverything) {
       EXPECT_EQ(float(t.nranks), buf[count - 1]);
     }, opts);
   }
+}
+
+// Set on one rank only, an unknown algorithm fails every rank at init (the others name the rank),
+// checked once the ranks have met, so under ringoCommInitMPI no rank is left in the exchange.
+TEST(Naive, UnknownAlgorithmOnOneRankFailsEveryRank) {
+  Options opts;
+  opts.make_id = true;
+  ringo_test::RunProcesses(3, [](int index, const ringoUniqueId& id, ringo_test::Shared&) {
+    if (index == 1) setenv("RINGO_ALGO", "tree", 1);
+    ringoComm_t comm = nullptr;
+    EXPECT_EQ(ringoInvalidArgument, ringoCommInitRank(&comm, 3, id, index));
+    const std::string said = ringoGetLastError(nullptr);
+    EXPECT_NE(said.find(index == 1 ? "RINGO_ALGO=tree: expected auto, ring or naive"
+                                   : "rank 1 has RINGO_ALGO set to a value other than auto, ring or naive"),
+              std::string::npos) << said;
+  }, opts);
 }
 
 TEST(Naive, UnknownAlgorithmIsRefused) {

@@ -13,11 +13,8 @@
 /* Everything after the rendezvous is up: links, mailbox, board, device side, trace. On failure the communicator is
  * left in error with what was made, for ringo_comm_free. */
 static ringoResult_t comm_init(ringoComm_t comm, const struct ringo_rendezvous* rv) {
-  ringoResult_t res = comm->algo >= 0 ? ringoSuccess
-                            : ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected auto, ring or naive", comm->env.algo);
-  if (res == ringoSuccess && comm->ring_by_cpu < 0)
-    res = ringo_fail(ringoInvalidArgument, "RINGO_RING_ORDER=%s: expected cpu or rank", comm->env.ring_order);
-  if (res == ringoSuccess) res = ringo_comm_setup(comm, rv);
+  /* RINGO_ALGO and RINGO_RING_ORDER are checked in ringo_comm_setup, once the ranks have met. */
+  ringoResult_t res = ringo_comm_setup(comm, rv);
   if (res == ringoSuccess) res = ringo_select_setup(comm, rv);
   if (res == ringoSuccess) res = ringo_device_setup(comm, rv);
   if (res == ringoSuccess) ringo_comm_log_ring(comm);

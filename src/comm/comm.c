@@ -37,11 +37,19 @@ static int lowest_cpu(const struct ringo_rank_info* info) {
   return -1;
 }
 
+/* Whether the m ranks of one host at ring[0..m-1] outnumber the CPUs they may run on
+ * (ringo_comm_cpus_fit says 0), from their infos alone, so every rank decides alike; masks holds m. */
+static int host_crowded(const struct ringo_rank_info* info, const int* ring, int m, uint64_t (*masks)[RINGO_CPU_WORDS]) {
+  for (int i = 0; i < m; i++) memcpy(masks[i], info[ring[i]].cpus, sizeof *masks);
+  return ringo_comm_cpus_fit((const uint64_t(*)[RINGO_CPU_WORDS])masks, m) == 0;
+}
+
 /* Ranks of one host sit next to each other (hosts in order of their lowest rank), so only two links
- * per host leave it; within a host, ranks sharing a CPU sit next to each other for the same reason:
- * a hand-off within one core stays in its caches, one between cores moves every line of the slice
- * (docs/performance.md, "The ring's order"). Insertion sort, stable: a host has few ranks. */
-void ringo_comm_order_ring(const struct ringo_rank_info* info, int n, int* ring) {
+ * per host leave it. Within a host whose ranks outnumber its CPUs, ranks that share a CPU sit next
+ * to each other for the same reason: a hand-off within one CPU stays in its caches, one between
+ * CPUs moves every line of the slice (docs/performance.md, "The ring's order"). Elsewhere rank
+ * order stands, as mpirun's binding or a GPU's place may be what it follows. */
+void ringo_comm_order_ring(const struct ringo_rank_info* info, int n, int* ring, uint64_t (*masks)[RINGO_CPU_WORDS]) {
   int by_cpu = 1, p = 0;
   for (int r = 0; r < n; r++) by_cpu &= info[r].ring_by_cpu == 1;
   for (int r = 0; r < n; r++) {
@@ -49,17 +57,23 @@ void ringo_comm_order_ring(const struct ringo_rank_info* info, int n, int* ring)
     for (int q = 0; q < r && first; q++) first = strcmp(info[q].host, info[r].host) != 0;
     if (!first) continue;
     const int start = p;
-    for (int q = r; q < n; q++) {
-      if (strcmp(info[q].host, info[r].host) != 0) continue;
-      int at = p++;
-      for (; by_cpu && at > start && lowest_cpu(&info[ring[at - 1]]) > lowest_cpu(&info[q]); at--) ring[at] = ring[at - 1];
+    for (int q = r; q < n; q++)
+      if (strcmp(info[q].host, info[r].host) == 0) ring[p++] = q;
+    if (!by_cpu || !host_crowded(info, ring + start, p - start, masks)) continue;
+    for (int i = start + 1; i < p; i++) { /* insertion sort, stable: a host has few ranks */
+      const int q = ring[i];
+      int at = i;
+      for (; at > start && lowest_cpu(&info[ring[at - 1]]) > lowest_cpu(&info[q]); at--) ring[at] = ring[at - 1];
       ring[at] = q;
     }
   }
 }
 
-static void order_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
-  ringo_comm_order_ring(info, comm->nranks, comm->ring);
+static ringoResult_t order_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
+  uint64_t(*masks)[RINGO_CPU_WORDS] = malloc((size_t)comm->nranks * sizeof *masks);
+  if (!masks) return ringo_fail(ringoSystemError, "out of memory ordering a ring of %d ranks", comm->nranks);
+  ringo_comm_order_ring(info, comm->nranks, comm->ring, masks);
+  free(masks);
   for (int p = 0; p < comm->nranks; p++) comm->pos_of[comm->ring[p]] = p;
   comm->pos = comm->pos_of[comm->rank];
   int asked = 0;
@@ -67,6 +81,7 @@ static void order_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
   if (asked != 0 && asked != comm->nranks && comm->rank == 0)
     RINGO_WARN("RINGO_RING_ORDER is cpu on %d of the %d ranks and rank elsewhere: the ring goes by rank", asked,
                comm->nranks);
+  return ringoSuccess;
 }
 
 /* 1 when the ranks of comm's rank infos are on more than one host. */
@@ -480,6 +495,22 @@ static ringoResult_t agreed_slice_bytes(const ringoComm_t comm, size_t* out, siz
   return ringoSuccess;
 }
 
+/* RINGO_ALGO and RINGO_RING_ORDER, checked once the ranks have exchanged their infos, so a value
+ * unknown on some ranks fails every rank by name instead of leaving the others waiting on them. */
+static ringoResult_t known_settings(const ringoComm_t comm) {
+  if (comm->algo < 0)
+    return ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected auto, ring or naive", comm->env.algo);
+  if (comm->ring_by_cpu < 0)
+    return ringo_fail(ringoInvalidArgument, "RINGO_RING_ORDER=%s: expected cpu or rank", comm->env.ring_order);
+  for (int r = 0; r < comm->nranks; r++) {
+    if (comm->info[r].algo == -1)
+      return ringo_fail(ringoInvalidArgument, "rank %d has RINGO_ALGO set to a value other than auto, ring or naive", r);
+    if (comm->info[r].ring_by_cpu != 0 && comm->info[r].ring_by_cpu != 1)
+      return ringo_fail(ringoInvalidArgument, "rank %d has RINGO_RING_ORDER set to a value other than cpu or rank", r);
+  }
+  return ringoSuccess;
+}
+
 /* RINGO_ALGO=naive makes links the others must make too: every rank or none. Every rank decides
  * from the same rank infos, so all fail alike, before any link is made. */
 static ringoResult_t agreed_naive(const ringoComm_t comm) {
@@ -512,7 +543,8 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
   if (comm->nranks > 1) ringo_segment_sweep_stale(); /* what killed jobs of this user left */
   RINGO_CHECK(rv->allgather(rv->ctx, &mine, sizeof mine, comm->info));
   for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
-  order_ring(comm, comm->info);
+  RINGO_CHECK(known_settings(comm));
+  RINGO_CHECK(order_ring(comm, comm->info));
   comm->spans_hosts = spans_hosts(comm);
   const int fit = host_ranks_fit(comm);
   if (comm->env.spin < 0) comm->env.spin = fit == 1 ? RINGO_SPIN_FIT : 0;

@@ -156,11 +156,11 @@ uint64_t ringo_comm_twophase_round_default(int nranks);
  * an assignment exists, never 1 where none does. */
 int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n);
 /* The ring order of n ranks from their infos, into ring[0..n-1]: hosts in the order of their lowest
- * rank, a host's ranks next to each other; within a host, when every rank asked for RINGO_RING_ORDER=cpu,
- * ranks in the order of the lowest CPU each may run on (ties by rank), else by rank. So ranks bound to
- * one CPU are neighbours and only two links leave it, as two links leave a host; unbound ranks (one
- * CPU set) keep rank order. */
-void ringo_comm_order_ring(const struct ringo_rank_info* info, int n, int* ring);
+ * rank, a host's ranks next to each other, by rank; but where every rank asked for RINGO_RING_ORDER=cpu
+ * and a host's ranks outnumber the CPUs they may run on (ringo_comm_cpus_fit: 0), that host's ranks
+ * by the lowest CPU each may run on, ties by rank, so ranks that share a CPU are neighbours. masks
+ * is scratch for n ranks' CPU masks. */
+void ringo_comm_order_ring(const struct ringo_rank_info* info, int n, int* ring, uint64_t (*masks)[RINGO_CPU_WORDS]);
 /* RINGO_DEBUG=INFO's lines on the ring order, once init is through. */
 void ringo_comm_log_ring(const ringoComm_t comm);
 /* Puts comm in error for good, keeping the first failure's code and message (no poison). */
