@@ -33,7 +33,7 @@ int ringo_test_cpus_fit(const int (*cpus)[9], int n) {
   uint64_t masks[16][RINGO_CPU_WORDS] = {{0}};
   if (n > 16) return -1;
   for (int r = 0; r < n; r++) cpu_mask(cpus[r], masks[r]);
-  return ringo_comm_cpus_fit((const uint64_t(*)[RINGO_CPU_WORDS])masks, n);
+  return ringo_comm_cpus_fit(masks, n);
 }
 
 void ringo_test_order_ring(const char* const* hosts, const int (*cpus)[9], const int* by_cpu, int n, int* ring) {

@@ -41,7 +41,7 @@ static int lowest_cpu(const struct ringo_rank_info* info) {
  * (ringo_comm_cpus_fit says 0), from their infos alone, so every rank decides alike; masks holds m. */
 static int host_crowded(const struct ringo_rank_info* info, const int* ring, int m, uint64_t (*masks)[RINGO_CPU_WORDS]) {
   for (int i = 0; i < m; i++) memcpy(masks[i], info[ring[i]].cpus, sizeof *masks);
-  return ringo_comm_cpus_fit((const uint64_t(*)[RINGO_CPU_WORDS])masks, m) == 0;
+  return ringo_comm_cpus_fit(masks, m) == 0;
 }
 
 /* Ranks of one host sit next to each other (hosts in order of their lowest rank), so only two links
@@ -69,11 +69,10 @@ void ringo_comm_order_ring(const struct ringo_rank_info* info, int n, int* ring,
   }
 }
 
-static ringoResult_t order_ring(ringoComm_t comm, const struct ringo_rank_info* info) {
-  uint64_t(*masks)[RINGO_CPU_WORDS] = malloc((size_t)comm->nranks * sizeof *masks);
-  if (!masks) return ringo_fail(ringoSystemError, "out of memory ordering a ring of %d ranks", comm->nranks);
+/* masks: scratch for n ranks' CPU masks, made before the exchange, so nothing here can fail on one
+ * rank alone and leave it with a ring the others do not have. */
+static void order_ring(ringoComm_t comm, const struct ringo_rank_info* info, uint64_t (*masks)[RINGO_CPU_WORDS]) {
   ringo_comm_order_ring(info, comm->nranks, comm->ring, masks);
-  free(masks);
   for (int p = 0; p < comm->nranks; p++) comm->pos_of[comm->ring[p]] = p;
   comm->pos = comm->pos_of[comm->rank];
   int asked = 0;
@@ -81,7 +80,6 @@ static ringoResult_t order_ring(ringoComm_t comm, const struct ringo_rank_info* 
   if (asked != 0 && asked != comm->nranks && comm->rank == 0)
     RINGO_WARN("RINGO_RING_ORDER is cpu on %d of the %d ranks and rank elsewhere: the ring goes by rank", asked,
                comm->nranks);
-  return ringoSuccess;
 }
 
 /* 1 when the ranks of comm's rank infos are on more than one host. */
@@ -97,29 +95,25 @@ static int cpu_count(const uint64_t* cpus) {
   return c;
 }
 
-int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n) {
+int ringo_comm_cpus_fit(uint64_t (*cpus)[RINGO_CPU_WORDS], int n) {
   for (int i = 0; i < n; i++)
     if (cpu_count(cpus[i]) == 0) return -1; /* a rank whose kernel would not say */
-  int* order = malloc((size_t)n * sizeof *order);
-  if (!order) return -1;
-  for (int i = 0; i < n; i++) order[i] = i;
-  for (int i = 1; i < n; i++) /* by CPU count, insertion sort: a host has few ranks */
-    for (int j = i; j > 0 && cpu_count(cpus[order[j]]) < cpu_count(cpus[order[j - 1]]); j--) {
-      const int t = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = t;
-    }
+  for (int i = 1; i < n; i++) { /* by CPU count, insertion sort in place (no allocation to fail) */
+    uint64_t mine[RINGO_CPU_WORDS];
+    memcpy(mine, cpus[i], sizeof mine);
+    int j = i;
+    for (; j > 0 && cpu_count(mine) < cpu_count(cpus[j - 1]); j--) memcpy(cpus[j], cpus[j - 1], sizeof mine);
+    memcpy(cpus[j], mine, sizeof mine);
+  }
   uint64_t taken[RINGO_CPU_WORDS] = {0};
-  int fit = 1;
-  for (int i = 0; i < n && fit; i++) {
-    const uint64_t* mine = cpus[order[i]];
+  for (int i = 0; i < n; i++) {
+    const uint64_t* mine = cpus[i];
     int w = 0;
     while (w < RINGO_CPU_WORDS && !(mine[w] & ~taken[w])) w++;
-    if (w == RINGO_CPU_WORDS) fit = 0;
-    else taken[w] |= (mine[w] & ~taken[w]) & -(mine[w] & ~taken[w]); /* its lowest free CPU */
+    if (w == RINGO_CPU_WORDS) return 0;
+    taken[w] |= (mine[w] & ~taken[w]) & -(mine[w] & ~taken[w]); /* its lowest free CPU */
   }
-  free(order);
-  return fit;
+  return 1;
 }
 
 /* Whether this host's ranks of the communicator can each have a CPU of its own among those they may
@@ -137,7 +131,7 @@ static int host_ranks_fit(const ringoComm_t comm) {
   for (int r = 0; r < comm->nranks; r++)
     if (strcmp(comm->info[r].host, comm->info[comm->rank].host) == 0)
       memcpy(cpus[here++], comm->info[r].cpus, sizeof *cpus);
-  const int fit = ringo_comm_cpus_fit((const uint64_t(*)[RINGO_CPU_WORDS])cpus, here);
+  const int fit = ringo_comm_cpus_fit(cpus, here);
   free(cpus);
   return fit;
 }
@@ -505,8 +499,11 @@ static ringoResult_t known_settings(const ringoComm_t comm) {
   for (int r = 0; r < comm->nranks; r++) {
     if (comm->info[r].algo == -1)
       return ringo_fail(ringoInvalidArgument, "rank %d has RINGO_ALGO set to a value other than auto, ring or naive", r);
-    if (comm->info[r].ring_by_cpu != 0 && comm->info[r].ring_by_cpu != 1)
+    if (comm->info[r].ring_by_cpu == -1)
       return ringo_fail(ringoInvalidArgument, "rank %d has RINGO_RING_ORDER set to a value other than cpu or rank", r);
+    if (comm->info[r].ring_by_cpu != 0 && comm->info[r].ring_by_cpu != 1)
+      return ringo_fail(ringoRemoteError, "rank %d reports RINGO_RING_ORDER code %d (expected 0 or 1)", r,
+                        (int)comm->info[r].ring_by_cpu);
   }
   return ringoSuccess;
 }
@@ -538,13 +535,18 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
   comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);
   comm->ring = calloc((size_t)comm->nranks, sizeof(int));
   comm->pos_of = calloc((size_t)comm->nranks, sizeof(int));
-  if (!comm->info || !comm->ring || !comm->pos_of)
+  uint64_t(*masks)[RINGO_CPU_WORDS] = malloc((size_t)comm->nranks * sizeof *masks); /* order_ring's */
+  if (!comm->info || !comm->ring || !comm->pos_of || !masks) {
+    free(masks);
     return ringo_fail(ringoSystemError, "out of memory creating a communicator of %d ranks", comm->nranks);
+  }
   if (comm->nranks > 1) ringo_segment_sweep_stale(); /* what killed jobs of this user left */
-  RINGO_CHECK(rv->allgather(rv->ctx, &mine, sizeof mine, comm->info));
-  for (int r = 0; r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
-  RINGO_CHECK(known_settings(comm));
-  RINGO_CHECK(order_ring(comm, comm->info));
+  ringoResult_t res = rv->allgather(rv->ctx, &mine, sizeof mine, comm->info);
+  for (int r = 0; res == ringoSuccess && r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
+  if (res == ringoSuccess) res = known_settings(comm);
+  if (res == ringoSuccess) order_ring(comm, comm->info, masks);
+  free(masks);
+  RINGO_CHECK(res);
   comm->spans_hosts = spans_hosts(comm);
   const int fit = host_ranks_fit(comm);
   if (comm->env.spin < 0) comm->env.spin = fit == 1 ? RINGO_SPIN_FIT : 0;

@@ -152,9 +152,10 @@ uint64_t ringo_comm_twophase_default(int nranks);
 uint64_t ringo_comm_twophase_round_default(int nranks);
 /* 1 when n ranks whose allowed CPUs are cpus[0..n-1] can each have a CPU of its own (RINGO_SPIN's
  * default polls only then), 0 when they cannot (the communicator is crowded), -1 when not known (a
- * rank's CPUs are, or memory ran out). Greedy, ranks with the fewest CPUs first: it may say 0 where
- * an assignment exists, never 1 where none does. */
-int ringo_comm_cpus_fit(const uint64_t (*cpus)[RINGO_CPU_WORDS], int n);
+ * rank's CPUs are not). Greedy, ranks with the fewest CPUs first: it may say 0 where an assignment
+ * exists, never 1 where none does. Sorts cpus in place (so it allocates nothing and every rank
+ * decides alike). */
+int ringo_comm_cpus_fit(uint64_t (*cpus)[RINGO_CPU_WORDS], int n);
 /* The ring order of n ranks from their infos, into ring[0..n-1]: hosts in the order of their lowest
  * rank, a host's ranks next to each other, by rank; but where every rank asked for RINGO_RING_ORDER=cpu
  * and a host's ranks outnumber the CPUs they may run on (ringo_comm_cpus_fit: 0), that host's ranks

@@ -81,8 +81,9 @@ struct ringo_env {
   char transport[16];      /* RINGO_TRANSPORT: shm|mpi forces every link's transport ("": per link) */
   char algo[16];           /* RINGO_ALGO: auto (default: the ring, small collectives of one host one-shot), ring
                               (the ring always), or naive (gather to rank 0 + send back: a baseline) */
-  char ring_order[16];     /* RINGO_RING_ORDER: cpu (default: a host's ranks by the lowest CPU each may run on,
-                              so ranks sharing a core are neighbours) or rank (by rank alone); comm.c */
+  char ring_order[16];     /* RINGO_RING_ORDER: cpu (default: where a host's ranks outnumber its CPUs, they go
+                              by the lowest CPU each may run on, so ranks sharing one are neighbours) or
+                              rank (by rank alone); comm.c */
   size_t oneshot_bytes;    /* RINGO_ONESHOT_BYTES: the largest input (per rank) a collective of ranks all on one
                               host runs one-shot with under RINGO_ALGO=auto (0: never; unset:
                               RINGO_ONESHOT_PER_PEER, 4 KiB per other rank, at most 64 KiB) */

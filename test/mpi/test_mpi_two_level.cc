@@ -108,7 +108,7 @@ TEST(MpiTwoLevel, RanksThatDifferOnRingoAlgoAgree) {
       const ringoResult_t res = InitQuietly(&comm, sub, &log);
       unsetenv("RINGO_HOSTNAME");
       unsetenv("RINGO_ALGO");
-      if (strcmp(odd, "naive") == 0) {
+      if (strcmp(odd, "naive") == 0) {  // RINGO_RING_ORDER below is refused on every rank alike
         EXPECT_EQ(res, ringoInvalidUsage) << "rank " << r;
         EXPECT_NE(std::string(ringoGetLastError(nullptr)).find("RINGO_ALGO=naive is set on 1 of the 4 ranks"),
                   std::string::npos) << ringoGetLastError(nullptr);
@@ -130,6 +130,27 @@ TEST(MpiTwoLevel, RanksThatDifferOnRingoAlgoAgree) {
       EXPECT_EQ(buf[count - 1], 10.0f);
       EXPECT_EQ(after.bytesSent - before.bytesSent, 2 * 3 * count * sizeof(float) / 4);
       EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
+    }
+  });
+}
+
+// A value ringo does not know, set on one rank only, fails ringoCommInitMPI on every rank by name
+// once the ranks have exchanged their infos: none is left waiting in the exchange for the others.
+TEST(MpiTwoLevel, AnUnknownSettingOnOneRankFailsEveryRank) {
+  if (CommSize(MPI_COMM_WORLD) < 2) GTEST_SKIP() << "needs 2 ranks";
+  ringo_mpi_test::OnFirstRanks(MPI_COMM_WORLD, 2, [](int r) { return r; }, [&](MPI_Comm sub) {
+    const int r = CommRank(sub);
+    for (const char* name : {"RINGO_RING_ORDER", "RINGO_ALGO"}) {
+      if (r == 1) setenv(name, "bogus", 1);
+      ringoComm_t comm = nullptr;
+      std::string log;
+      const ringoResult_t res = InitQuietly(&comm, sub, &log);
+      unsetenv(name);
+      EXPECT_EQ(res, ringoInvalidArgument) << name << ", rank " << r;
+      const std::string said = ringoGetLastError(nullptr);
+      EXPECT_NE(said.find(r == 1 ? std::string(name) + "=bogus: expected" : std::string("rank 1 has ") + name + " set to"),
+                std::string::npos) << said;
+      if (comm) ringoCommDestroy(comm);
     }
   });
 }
