@@ -117,23 +117,19 @@ int ringo_comm_cpus_fit(uint64_t (*cpus)[RINGO_CPU_WORDS], int n) {
 }
 
 /* Whether this host's ranks of the communicator can each have a CPU of its own among those they may
- * run on: ranks that share one CPU set as many CPUs as ranks, or ranks pinned to distinct cores, as
+ * run on (masks: scratch for their CPU masks): ranks that share one CPU set as many CPUs as ranks, or ranks pinned to distinct cores, as
  * mpirun binds them (1), or not (0). -1: not known. Hosts named by RINGO_HOSTNAME may be pretended
  * on one machine (bench/hosts.sh), whose CPUs the other "hosts" share. It decides two defaults:
  * unset RINGO_SPIN polls before yielding only where they fit (core.h says why), and waits keep
  * yielding, however slow a yield, only where they are known not to (ringo_yield, core.h). */
-static int host_ranks_fit(const ringoComm_t comm) {
+static int host_ranks_fit(const ringoComm_t comm, uint64_t (*masks)[RINGO_CPU_WORDS]) {
   char real[sizeof comm->info[0].host] = "";
   if (gethostname(real, sizeof real - 1) != 0 || strcmp(real, comm->info[comm->rank].host) != 0) return -1;
-  uint64_t(*cpus)[RINGO_CPU_WORDS] = malloc((size_t)comm->nranks * sizeof *cpus);
-  if (!cpus) return -1;
   int here = 0;
   for (int r = 0; r < comm->nranks; r++)
     if (strcmp(comm->info[r].host, comm->info[comm->rank].host) == 0)
-      memcpy(cpus[here++], comm->info[r].cpus, sizeof *cpus);
-  const int fit = ringo_comm_cpus_fit(cpus, here);
-  free(cpus);
-  return fit;
+      memcpy(masks[here++], comm->info[r].cpus, sizeof *masks);
+  return ringo_comm_cpus_fit(masks, here);
 }
 
 /* This process's allowed CPUs as bits; all zero (fits nothing) where the kernel will not say. */
@@ -490,15 +486,19 @@ static ringoResult_t agreed_slice_bytes(const ringoComm_t comm, size_t* out, siz
 }
 
 /* RINGO_ALGO and RINGO_RING_ORDER, checked once the ranks have exchanged their infos, so a value
- * unknown on some ranks fails every rank by name instead of leaving the others waiting on them. */
+ * unknown on some ranks fails every rank by name instead of leaving the others waiting on them; a
+ * code no ringo sends is the peer's word (ringoRemoteError). */
 static ringoResult_t known_settings(const ringoComm_t comm) {
   if (comm->algo < 0)
     return ringo_fail(ringoInvalidArgument, "RINGO_ALGO=%s: expected auto, ring or naive", comm->env.algo);
   if (comm->ring_by_cpu < 0)
     return ringo_fail(ringoInvalidArgument, "RINGO_RING_ORDER=%s: expected cpu or rank", comm->env.ring_order);
   for (int r = 0; r < comm->nranks; r++) {
-    if (comm->info[r].algo == -1)
+    const int32_t a = comm->info[r].algo;
+    if (a == -1)
       return ringo_fail(ringoInvalidArgument, "rank %d has RINGO_ALGO set to a value other than auto, ring or naive", r);
+    if (a != RINGO_ALGO_AUTO && a != RINGO_ALGO_RING && a != RINGO_ALGO_NAIVE)
+      return ringo_fail(ringoRemoteError, "rank %d reports RINGO_ALGO code %d (expected 0..2)", r, (int)a);
     if (comm->info[r].ring_by_cpu == -1)
       return ringo_fail(ringoInvalidArgument, "rank %d has RINGO_RING_ORDER set to a value other than cpu or rank", r);
     if (comm->info[r].ring_by_cpu != 0 && comm->info[r].ring_by_cpu != 1)
@@ -511,13 +511,8 @@ static ringoResult_t known_settings(const ringoComm_t comm) {
 /* RINGO_ALGO=naive makes links the others must make too: every rank or none. Every rank decides
  * from the same rank infos, so all fail alike, before any link is made. */
 static ringoResult_t agreed_naive(const ringoComm_t comm) {
-  int naive = 0;
-  for (int r = 0; r < comm->nranks; r++) {
-    const int32_t a = comm->info[r].algo;
-    if (a != RINGO_ALGO_AUTO && a != RINGO_ALGO_RING && a != RINGO_ALGO_NAIVE)
-      return ringo_fail(ringoRemoteError, "rank %d reports RINGO_ALGO code %d (expected 0..2)", r, (int)a);
-    naive += a == RINGO_ALGO_NAIVE;
-  }
+  int naive = 0; /* every code is known here (known_settings) */
+  for (int r = 0; r < comm->nranks; r++) naive += comm->info[r].algo == RINGO_ALGO_NAIVE;
   if (naive != 0 && naive != comm->nranks)
     return ringo_fail(ringoInvalidUsage, "RINGO_ALGO=naive is set on %d of the %d ranks: set it on every rank or on "
                       "none (this rank: %s)", naive, comm->nranks, comm->env.algo);
@@ -535,7 +530,8 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
   comm->info = calloc((size_t)comm->nranks, sizeof *comm->info);
   comm->ring = calloc((size_t)comm->nranks, sizeof(int));
   comm->pos_of = calloc((size_t)comm->nranks, sizeof(int));
-  uint64_t(*masks)[RINGO_CPU_WORDS] = malloc((size_t)comm->nranks * sizeof *masks); /* order_ring's */
+  /* Scratch for the CPU masks of order_ring and host_ranks_fit, made before the exchange. */
+  uint64_t(*masks)[RINGO_CPU_WORDS] = malloc((size_t)comm->nranks * sizeof *masks);
   if (!comm->info || !comm->ring || !comm->pos_of || !masks) {
     free(masks);
     return ringo_fail(ringoSystemError, "out of memory creating a communicator of %d ranks", comm->nranks);
@@ -544,11 +540,14 @@ ringoResult_t ringo_comm_setup(ringoComm_t comm, const struct ringo_rendezvous* 
   ringoResult_t res = rv->allgather(rv->ctx, &mine, sizeof mine, comm->info);
   for (int r = 0; res == ringoSuccess && r < comm->nranks; r++) comm->info[r].host[sizeof comm->info[r].host - 1] = '\0';
   if (res == ringoSuccess) res = known_settings(comm);
-  if (res == ringoSuccess) order_ring(comm, comm->info, masks);
+  int fit = -1;
+  if (res == ringoSuccess) {
+    order_ring(comm, comm->info, masks);
+    fit = host_ranks_fit(comm, masks);
+  }
   free(masks);
   RINGO_CHECK(res);
   comm->spans_hosts = spans_hosts(comm);
-  const int fit = host_ranks_fit(comm);
   if (comm->env.spin < 0) comm->env.spin = fit == 1 ? RINGO_SPIN_FIT : 0;
   comm->crowded = fit == 0;
   RINGO_CHECK(agreed_naive(comm));
